@@ -1,0 +1,154 @@
+"""``scrapy focus-corpus stats|ls|show URL|export``: look into a crawl's corpus."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+from scrapy.utils.project import data_path
+
+from scrapy_focus.corpus.db import CorpusError
+from scrapy_focus.corpus.export import export_jsonl, export_warc
+from scrapy_focus.corpus.reader import Corpus
+
+ACTIONS = ("stats", "ls", "show", "export")
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "stats|ls|show URL|export [--dir DIR | --spider NAME] [options]"
+
+    def short_desc(self) -> str:
+        return "Inspect or export the corpus (LMDB HTTP cache) of a crawl"
+
+    def long_desc(self) -> str:
+        return (
+            "Inspect or export the corpus of a crawl.\n\n"
+            "  stats        pages, versions, distinct bodies, bytes on disk\n"
+            "  ls           one line per page: last fetch, status, versions, URL\n"
+            "  show URL     every version of one page (add --body to print the latest body)\n"
+            "  export       write pages as JSON Lines or WARC (--format, -o)\n\n"
+            "The corpus is found with --dir, or inside a project with --spider NAME\n"
+            "(<HTTPCACHE_DIR>/<NAME>), or as the only corpus in HTTPCACHE_DIR."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--dir", "-d", dest="corpus_dir", help="the crawl directory")
+        parser.add_argument("--spider", help="the spider whose corpus to open (in a project)")
+        parser.add_argument(
+            "--format", choices=("jsonl", "warc"), default="jsonl", help="export format"
+        )
+        parser.add_argument("--output", "-O", dest="output", help="export file (default: stdout)")
+        parser.add_argument(
+            "--all-versions", action="store_true", help="export every version, not the latest"
+        )
+        parser.add_argument("--body", action="store_true", help="show: print the latest body")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args or args[0] not in ACTIONS:
+            raise UsageError(f"the first argument must be one of {', '.join(ACTIONS)}")
+        action, rest = args[0], args[1:]
+        path = self._corpus_path(opts)
+        try:
+            corpus = Corpus(path)
+        except CorpusError as exc:
+            raise UsageError(str(exc), print_help=False) from exc
+        with corpus:
+            if action == "stats":
+                self._stats(corpus)
+            elif action == "ls":
+                self._ls(corpus)
+            elif action == "show":
+                if len(rest) != 1:
+                    raise UsageError("show needs exactly one URL")
+                self._show(corpus, rest[0], opts.body)
+            else:
+                self._export(corpus, opts)
+
+    def _corpus_path(self, opts: argparse.Namespace) -> Path:
+        if opts.corpus_dir:
+            return Path(opts.corpus_dir)
+        assert self.settings is not None
+        cache_dir = Path(data_path(self.settings.get("HTTPCACHE_DIR") or "httpcache"))
+        if self.settings.get("FOCUS_CORPUS_DIR"):
+            return Path(data_path(self.settings["FOCUS_CORPUS_DIR"]))
+        if opts.spider:
+            return cache_dir / opts.spider
+        found = sorted(p.parent for p in cache_dir.glob("*/data.mdb"))
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise UsageError(f"no corpus under {cache_dir}; pass --dir DIR", print_help=False)
+        names = ", ".join(p.name for p in found)
+        raise UsageError(
+            f"several corpora under {cache_dir} ({names}); pass --spider NAME", print_help=False
+        )
+
+    def _stats(self, corpus: Corpus) -> None:
+        stats = corpus.stats()
+        print(f"corpus        {corpus.path}")
+        print(f"pages         {stats.pages}")
+        print(f"versions      {stats.versions}")
+        print(f"bodies        {stats.bodies}")
+        print(f"body bytes    {stats.stored_body_bytes} (compressed)")
+        print(f"file bytes    {stats.file_bytes}")
+
+    def _ls(self, corpus: Corpus) -> None:
+        for page in corpus:
+            latest = page.latest()
+            print(f"{_when(latest.fetched_at)}  {latest.status}  v{page.version_count}  {page.url}")
+
+    def _show(self, corpus: Corpus, url: str, body: bool) -> None:
+        page = corpus.page(url)
+        if page is None:
+            raise UsageError(f"{url} is not in the corpus at {corpus.path}", print_help=False)
+        print(f"url           {page.url}")
+        print(f"fingerprint   {page.fingerprint}")
+        for version in page.versions():
+            print(
+                json.dumps(
+                    {
+                        "version": version.index,
+                        "fetched_at": _when(version.fetched_at),
+                        "first_fetched_at": _when(version.first_fetched_at),
+                        "fetch_count": version.fetch_count,
+                        "status": version.status,
+                        "final_url": version.final_url,
+                        "engine": version.engine,
+                        "content_hash": version.body_hash,
+                        "body_size": version.body_size,
+                    }
+                )
+            )
+        if body:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(page.body())
+            sys.stdout.buffer.write(b"\n")
+
+    def _export(self, corpus: Corpus, opts: argparse.Namespace) -> None:
+        if opts.format == "warc":
+            if not opts.output:
+                raise UsageError("WARC export needs --output FILE.warc.gz", print_help=False)
+            with open(opts.output, "wb") as out:
+                count = export_warc(corpus, out, opts.all_versions)
+        elif opts.output:
+            with open(opts.output, "w", encoding="utf-8") as out:
+                count = export_jsonl(corpus, out, opts.all_versions)
+        else:
+            count = export_jsonl(corpus, sys.stdout, opts.all_versions)
+        print(f"exported {count} records", file=sys.stderr)
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,470 @@
+"""The corpus on disk: one LMDB environment per crawl directory.
+
+Layout (named databases inside ``<crawl dir>/data.mdb``):
+
+``pages``     fingerprint (20 bytes) → :class:`PageRecord` (JSON)
+``versions``  fingerprint + version index (4 bytes, big-endian) → :class:`Version` (JSON)
+``bodies``    SHA-256 of the body (32 bytes) → codec tag (1 byte) + compressed body
+``urls``      canonical URL (UTF-8) → fingerprint, so a reader can look pages up by URL
+``info``      ``schema`` and other facts about the corpus itself
+
+Every write is one LMDB transaction: a process killed at any moment leaves
+the last committed state, never a half-written page.  Bodies are keyed by
+their hash, so a body shared by many URLs, or fetched again unchanged, is
+stored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import lmdb
+import zstandard
+
+SCHEMA_VERSION = 1
+_DB_NAMES = (b"pages", b"versions", b"bodies", b"urls", b"info")
+_INDEX = struct.Struct(">I")
+_T = TypeVar("_T")
+
+
+class CorpusError(Exception):
+    """A corpus cannot be opened or read; the message says which and why."""
+
+
+# -- body compression -------------------------------------------------------------
+
+_CODEC_NONE, _CODEC_ZLIB, _CODEC_ZSTD = b"n", b"d", b"z"
+
+
+class BodyCodec:
+    """Compresses bodies on the way in; reads every codec on the way out."""
+
+    def __init__(self, name: str = "zstd", level: int = 3) -> None:
+        self.name = name
+        if name == "zstd":
+            compressor = zstandard.ZstdCompressor(level=level)
+            self._tag, self._compress = _CODEC_ZSTD, compressor.compress
+        elif name == "zlib":
+            self._tag, self._compress = _CODEC_ZLIB, lambda data: zlib.compress(data, level)
+        elif name == "none":
+            self._tag, self._compress = _CODEC_NONE, bytes
+        else:
+            raise CorpusError(
+                f"FOCUS_CORPUS_COMPRESSION={name!r} is not a known codec; "
+                "use 'zstd', 'zlib' or 'none'"
+            )
+
+    def encode(self, body: bytes) -> bytes:
+        return self._tag + self._compress(body)
+
+    @staticmethod
+    def decode(stored: bytes | memoryview) -> bytes:
+        tag, payload = bytes(stored[:1]), stored[1:]
+        if tag == _CODEC_ZSTD:
+            # max_output_size is needed for frames written without a content size
+            return zstandard.ZstdDecompressor().decompress(payload, max_output_size=1 << 31)
+        if tag == _CODEC_ZLIB:
+            return zlib.decompress(payload)
+        if tag == _CODEC_NONE:
+            return bytes(payload)
+        raise CorpusError(f"unknown body codec tag {tag!r}: corpus written by a newer version?")
+
+
+def body_hash(body: bytes) -> bytes:
+    """The key of a body: SHA-256 of its (content-decoded) bytes."""
+    return hashlib.sha256(body).digest()
+
+
+# -- records ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Version:
+    """One distinct rendition of a page, in fetch order.
+
+    A fetch that returns the same status and body as the latest version does
+    not create a new version: it refreshes ``fetched_at``, the headers and
+    ``fetch_count`` of the latest one.
+    """
+
+    index: int
+    url: str  # the URL that was requested
+    final_url: str  # the URL that answered (after redirects, as Scrapy saw it)
+    status: int
+    headers: list[tuple[str, str]]  # name, value; latin-1 text, order kept
+    body_hash: str  # hex SHA-256 of the body
+    body_size: int
+    fetched_at: float  # last time this rendition was fetched (epoch seconds)
+    first_fetched_at: float
+    fetch_count: int = 1
+    engine: str = "http"
+    response_class: str = "scrapy.http.Response"
+    flags: list[str] = field(default_factory=list)
+    ip_address: str | None = None
+    protocol: str | None = None
+    content_encoding: str | None = None  # the wire Content-Encoding that was decoded
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> Version:
+        raw = json.loads(bytes(data))
+        raw["headers"] = [tuple(pair) for pair in raw["headers"]]
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in raw.items() if key in known})
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    """A page: the canonical URL behind a fingerprint and how many versions it has."""
+
+    fingerprint: str  # hex
+    canonical_url: str
+    version_count: int
+    first_fetched_at: float
+    last_fetched_at: float
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> PageRecord:
+        raw = json.loads(bytes(data))
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in raw.items() if key in known})
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """What the storage hands to :meth:`CorpusDB.record_fetch`: one response."""
+
+    fingerprint: bytes
+    canonical_url: str
+    url: str
+    final_url: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    engine: str = "http"
+    response_class: str = "scrapy.http.Response"
+    flags: list[str] = field(default_factory=list)
+    ip_address: str | None = None
+    protocol: str | None = None
+    content_encoding: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    fetched_at: float = field(default_factory=time.time)
+
+
+# -- the environment --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    pages: int
+    versions: int
+    bodies: int
+    stored_body_bytes: int  # compressed, as on disk
+    file_bytes: int  # size of data.mdb
+
+
+class CorpusDB:
+    """An open corpus.  One writer process at a time; any number of readers.
+
+    ``readonly=True`` opens an existing corpus for reading (it never creates
+    one, and never blocks the writer).  The map grows on demand: a write that
+    does not fit doubles the map and is retried, so a crawl never stops on
+    ``MapFullError``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        readonly: bool = False,
+        map_size: int = 256 * 1024 * 1024,
+        fsync: bool = False,
+        codec: BodyCodec | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        self.codec = codec or BodyCodec()
+        if readonly and not (self.path / "data.mdb").exists():
+            raise CorpusError(f"no corpus at {self.path} (expected {self.path / 'data.mdb'})")
+        if not readonly:
+            self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.env = lmdb.open(
+                str(self.path),
+                map_size=map_size,
+                max_dbs=len(_DB_NAMES),
+                readonly=readonly,
+                # fsync off still survives SIGKILL: committed pages are in the
+                # OS page cache. It only gives up durability across power loss.
+                sync=fsync,
+                metasync=fsync,
+                readahead=False,  # random access over a corpus larger than RAM
+                max_readers=256,
+            )
+        except lmdb.Error as exc:
+            raise CorpusError(f"cannot open corpus at {self.path}: {exc}") from exc
+        self._resize_lock = threading.Lock()
+        if readonly:
+            try:
+                self._dbs = {name: self.env.open_db(name, create=False) for name in _DB_NAMES}
+            except lmdb.NotFoundError as exc:
+                self.env.close()
+                raise CorpusError(f"{self.path} is an LMDB file but not a corpus") from exc
+        else:
+            self._dbs = {name: self.env.open_db(name) for name in _DB_NAMES}
+            self._write(self._init_info)
+        self._check_schema()
+
+    # -- plumbing
+
+    def close(self) -> None:
+        if not self.readonly:
+            self.env.sync(True)
+        self.env.close()
+
+    def __enter__(self) -> CorpusDB:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _init_info(self, txn: lmdb.Transaction) -> None:
+        info = self._dbs[b"info"]
+        if txn.get(b"schema", db=info) is None:
+            txn.put(b"schema", str(SCHEMA_VERSION).encode(), db=info)
+            txn.put(b"created_at", repr(time.time()).encode(), db=info)
+
+    def _check_schema(self) -> None:
+        schema = self._read(lambda txn: txn.get(b"schema", db=self._dbs[b"info"]))
+        if schema is not None and int(bytes(schema)) > SCHEMA_VERSION:
+            raise CorpusError(
+                f"corpus at {self.path} has schema {int(bytes(schema))}; this scrapy-focus "
+                f"reads up to {SCHEMA_VERSION}: upgrade scrapy-focus"
+            )
+
+    def _read(self, work: Callable[[lmdb.Transaction], _T]) -> _T:
+        try:
+            with self.env.begin(buffers=False) as txn:
+                return work(txn)
+        except lmdb.MapResizedError:
+            # The writer (another process) grew the map: adopt its size.
+            self.env.set_mapsize(0)
+            with self.env.begin(buffers=False) as txn:
+                return work(txn)
+
+    def _write(self, work: Callable[[lmdb.Transaction], _T]) -> _T:
+        while True:
+            try:
+                with self.env.begin(write=True) as txn:
+                    return work(txn)
+            except lmdb.MapFullError:
+                # The transaction was aborted by the context manager; grow and retry.
+                with self._resize_lock:
+                    self.env.set_mapsize(self.env.info()["map_size"] * 2)
+            except lmdb.MapResizedError:
+                self.env.set_mapsize(0)
+
+    # -- writing
+
+    def record_fetch(self, fetch: Fetch) -> Version:
+        """Store one fetched response; return the version it became (new or refreshed)."""
+        digest = body_hash(fetch.body)
+        bodies = self._dbs[b"bodies"]
+        # Compress outside the write transaction, and only bodies not seen yet,
+        # so the single-writer lock is held for the shortest time.
+        have_body = self._read(lambda txn: txn.get(digest, db=bodies) is not None)
+        encoded = None if have_body else self.codec.encode(fetch.body)
+
+        def work(txn: lmdb.Transaction) -> Version:
+            if encoded is not None:
+                txn.put(digest, encoded, db=bodies, overwrite=False)
+            elif txn.get(digest, db=bodies) is None:  # deleted meanwhile: store it now
+                txn.put(digest, self.codec.encode(fetch.body), db=bodies)
+            page_raw = txn.get(fetch.fingerprint, db=self._dbs[b"pages"])
+            page = PageRecord.from_bytes(page_raw) if page_raw is not None else None
+            latest = None
+            if page is not None and page.version_count:
+                latest_raw = txn.get(
+                    fetch.fingerprint + _INDEX.pack(page.version_count - 1),
+                    db=self._dbs[b"versions"],
+                )
+                latest = Version.from_bytes(latest_raw) if latest_raw is not None else None
+            version = _next_version(latest, fetch, digest.hex())
+            txn.put(
+                fetch.fingerprint + _INDEX.pack(version.index),
+                version.to_bytes(),
+                db=self._dbs[b"versions"],
+            )
+            page = PageRecord(
+                fingerprint=fetch.fingerprint.hex(),
+                canonical_url=fetch.canonical_url,
+                version_count=version.index + 1,
+                first_fetched_at=page.first_fetched_at if page else fetch.fetched_at,
+                last_fetched_at=fetch.fetched_at,
+            )
+            txn.put(fetch.fingerprint, page.to_bytes(), db=self._dbs[b"pages"])
+            txn.put(fetch.canonical_url.encode(), fetch.fingerprint, db=self._dbs[b"urls"])
+            return version
+
+        return self._write(work)
+
+    # -- reading
+
+    def page(self, fingerprint: bytes) -> PageRecord | None:
+        raw = self._read(lambda txn: txn.get(fingerprint, db=self._dbs[b"pages"]))
+        return PageRecord.from_bytes(raw) if raw is not None else None
+
+    def fingerprint_for_url(self, canonical_url: str) -> bytes | None:
+        return self._read(lambda txn: txn.get(canonical_url.encode(), db=self._dbs[b"urls"]))
+
+    def latest_version(self, fingerprint: bytes) -> Version | None:
+        def work(txn: lmdb.Transaction) -> bytes | None:
+            page_raw = txn.get(fingerprint, db=self._dbs[b"pages"])
+            if page_raw is None:
+                return None
+            count = PageRecord.from_bytes(page_raw).version_count
+            return txn.get(fingerprint + _INDEX.pack(count - 1), db=self._dbs[b"versions"])
+
+        raw = self._read(work)
+        return Version.from_bytes(raw) if raw is not None else None
+
+    def latest_with_body(self, fingerprint: bytes) -> tuple[Version, bytes] | None:
+        """The latest version and its body, read in one consistent snapshot."""
+
+        def work(txn: lmdb.Transaction) -> tuple[bytes, bytes] | None:
+            page_raw = txn.get(fingerprint, db=self._dbs[b"pages"])
+            if page_raw is None:
+                return None
+            count = PageRecord.from_bytes(page_raw).version_count
+            version_raw = txn.get(fingerprint + _INDEX.pack(count - 1), db=self._dbs[b"versions"])
+            if version_raw is None:
+                return None
+            digest = bytes.fromhex(json.loads(version_raw)["body_hash"])
+            return version_raw, txn.get(digest, db=self._dbs[b"bodies"])
+
+        found = self._read(work)
+        if found is None:
+            return None
+        version_raw, stored_body = found
+        if stored_body is None:
+            raise CorpusError(f"corpus at {self.path} lost a body for {fingerprint.hex()}")
+        return Version.from_bytes(version_raw), self.codec.decode(stored_body)
+
+    def versions(self, fingerprint: bytes) -> list[Version]:
+        def work(txn: lmdb.Transaction) -> list[bytes]:
+            found = []
+            with txn.cursor(db=self._dbs[b"versions"]) as cursor:
+                if not cursor.set_range(fingerprint):
+                    return found
+                for key, value in cursor:
+                    if key[:20] != fingerprint:
+                        break
+                    found.append(value)
+            return found
+
+        return [Version.from_bytes(raw) for raw in self._read(work)]
+
+    def body(self, digest_hex: str) -> bytes:
+        raw = self._read(lambda txn: txn.get(bytes.fromhex(digest_hex), db=self._dbs[b"bodies"]))
+        if raw is None:
+            raise CorpusError(f"no body {digest_hex} in corpus at {self.path}")
+        return self.codec.decode(raw)
+
+    def iter_pages(self) -> Iterator[PageRecord]:
+        """Every page, in fingerprint order, read in batches so writers are never blocked."""
+        last: bytes | None = None
+        while True:
+            batch = self._read(lambda txn, after=last: _scan(txn, self._dbs[b"pages"], after))
+            if not batch:
+                return
+            for key, raw in batch:
+                yield PageRecord.from_bytes(raw)
+                last = key
+
+    def stats(self) -> CorpusStats:
+        def work(txn: lmdb.Transaction) -> CorpusStats:
+            stored = 0
+            with txn.cursor(db=self._dbs[b"bodies"]) as cursor:
+                for value in cursor.iternext(keys=False, values=True):
+                    stored += len(value)
+            return CorpusStats(
+                pages=txn.stat(self._dbs[b"pages"])["entries"],
+                versions=txn.stat(self._dbs[b"versions"])["entries"],
+                bodies=txn.stat(self._dbs[b"bodies"])["entries"],
+                stored_body_bytes=stored,
+                file_bytes=(self.path / "data.mdb").stat().st_size,
+            )
+
+        return self._read(work)
+
+
+def _scan(
+    txn: lmdb.Transaction, db: Any, after: bytes | None, limit: int = 1000
+) -> list[tuple[bytes, bytes]]:
+    batch: list[tuple[bytes, bytes]] = []
+    with txn.cursor(db=db) as cursor:
+        positioned = cursor.set_range(after) if after is not None else cursor.first()
+        if not positioned:
+            return batch
+        for key, value in cursor:
+            if after is not None and key == after:
+                continue
+            batch.append((key, value))
+            if len(batch) >= limit:
+                break
+    return batch
+
+
+def _next_version(latest: Version | None, fetch: Fetch, digest_hex: str) -> Version:
+    same_rendition = (
+        latest is not None
+        and latest.body_hash == digest_hex
+        and latest.status == fetch.status
+        and latest.final_url == fetch.final_url
+    )
+    if same_rendition:
+        assert latest is not None
+        return replace(
+            latest,
+            fetched_at=fetch.fetched_at,
+            fetch_count=latest.fetch_count + 1,
+            headers=fetch.headers,
+            engine=fetch.engine,
+            flags=fetch.flags,
+            ip_address=fetch.ip_address,
+            protocol=fetch.protocol,
+            meta=fetch.meta,
+        )
+    return Version(
+        index=latest.index + 1 if latest is not None else 0,
+        url=fetch.url,
+        final_url=fetch.final_url,
+        status=fetch.status,
+        headers=fetch.headers,
+        body_hash=digest_hex,
+        body_size=len(fetch.body),
+        fetched_at=fetch.fetched_at,
+        first_fetched_at=fetch.fetched_at,
+        engine=fetch.engine,
+        response_class=fetch.response_class,
+        flags=fetch.flags,
+        ip_address=fetch.ip_address,
+        protocol=fetch.protocol,
+        content_encoding=fetch.content_encoding,
+        meta=fetch.meta,
+    )

@@ -1,0 +1,106 @@
+"""Read a corpus after (or during) a crawl, without Scrapy running.
+
+>>> from scrapy_focus.corpus.reader import Corpus
+>>> with Corpus(".scrapy/httpcache/myspider") as corpus:   # doctest: +SKIP
+...     for page in corpus:
+...         print(page.url, page.latest().status, len(page.body()))
+
+Opening a corpus never blocks the crawler writing it: LMDB readers see the
+last committed snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from scrapy.http import Response
+
+from scrapy_focus.corpus.db import CorpusDB, CorpusError, CorpusStats, PageRecord, Version
+from scrapy_focus.corpus.storage import response_from_version
+from scrapy_focus.urls import DEFAULT_TRACKING_PARAMS, TrackingParams, canonicalize_url
+
+__all__ = ["Corpus", "CorpusError", "Page", "Version"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of the corpus: its canonical URL and its versions, oldest first."""
+
+    url: str
+    fingerprint: str
+    version_count: int
+    first_fetched_at: float
+    last_fetched_at: float
+    _db: CorpusDB
+
+    def versions(self) -> list[Version]:
+        return self._db.versions(bytes.fromhex(self.fingerprint))
+
+    def latest(self) -> Version:
+        version = self._db.latest_version(bytes.fromhex(self.fingerprint))
+        if version is None:
+            raise CorpusError(f"page {self.url} has no version")
+        return version
+
+    def body(self, version: Version | None = None) -> bytes:
+        """The body of *version* (default: the latest), content-decoded."""
+        return self._db.body((version or self.latest()).body_hash)
+
+    def response(self, version: Version | None = None) -> Response:
+        """The Scrapy response of *version* (default: the latest), as the cache serves it."""
+        version = version or self.latest()
+        return response_from_version(version, self.body(version))
+
+
+class Corpus:
+    """A finished (or running) crawl's corpus, opened read-only.
+
+    *path* is the crawl directory: the folder holding ``data.mdb``, by default
+    ``.scrapy/httpcache/<spider name>`` inside the project.
+    """
+
+    def __init__(
+        self, path: str | Path, tracking: TrackingParams = DEFAULT_TRACKING_PARAMS
+    ) -> None:
+        self.path = Path(path)
+        self._db = CorpusDB(self.path, readonly=True)
+        self._tracking = tracking
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Corpus:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Page]:
+        for record in self._db.iter_pages():
+            yield self._page(record)
+
+    def __len__(self) -> int:
+        return self._db.stats().pages
+
+    def page(self, url: str) -> Page | None:
+        """The page stored for *url* (any spelling that canonicalises the same)."""
+        fingerprint = self._db.fingerprint_for_url(canonicalize_url(url, self._tracking))
+        if fingerprint is None:
+            return None
+        record = self._db.page(fingerprint)
+        return self._page(record) if record is not None else None
+
+    def stats(self) -> CorpusStats:
+        return self._db.stats()
+
+    def _page(self, record: PageRecord) -> Page:
+        return Page(
+            url=record.canonical_url,
+            fingerprint=record.fingerprint,
+            version_count=record.version_count,
+            first_fetched_at=record.first_fetched_at,
+            last_fetched_at=record.last_fetched_at,
+            _db=self._db,
+        )
