@@ -1,0 +1,86 @@
+"""Run real crawls in a child process, the way users run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SPIDER = Path(__file__).parent / "spiders" / "farm_spider.py"
+BASE_SETTINGS = {
+    "ADDONS": {"scrapy_focus.Addon": 500},
+    "LOG_LEVEL": "INFO",
+    "TELNETCONSOLE_ENABLED": False,
+    "ROBOTSTXT_OBEY": False,
+}
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    log: str
+    items: list[dict[str, Any]]
+    stats: dict[str, Any]
+
+
+def crawl_command(
+    workdir: Path, urls: list[str], settings: dict[str, Any] | None = None, follow: bool = False
+) -> list[str]:
+    merged = {**BASE_SETTINGS, **(settings or {})}
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "runspider",
+        str(SPIDER),
+        "-a",
+        "urls=" + ",".join(urls),
+        "-a",
+        f"follow={int(follow)}",
+        "-o",
+        str(workdir / "items.jsonl:jsonlines"),
+    ]
+    for name, value in merged.items():
+        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+        command += ["-s", f"{name}={text}"]
+    return command
+
+
+def run_crawl(
+    workdir: Path,
+    urls: list[str],
+    settings: dict[str, Any] | None = None,
+    follow: bool = False,
+    timeout: float = 120,
+) -> CrawlResult:
+    """Run the farm spider in *workdir*; return its log, items and final stats."""
+    items_file = workdir / "items.jsonl"
+    items_file.unlink(missing_ok=True)
+    stats_file = workdir / "stats.json"
+    merged = {"STATS_DUMP": True, **(settings or {})}
+    merged.setdefault("EXTENSIONS", {"tests.stats_dump.StatsToFile": 0})
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parent.parent),
+        "FOCUS_TEST_STATS_FILE": str(stats_file),
+    }
+    proc = subprocess.run(
+        crawl_command(workdir, urls, merged, follow),
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    items = (
+        [json.loads(line) for line in items_file.read_text().splitlines()]
+        if items_file.exists()
+        else []
+    )
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    return CrawlResult(proc.returncode, proc.stderr, items, stats)

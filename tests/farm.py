@@ -1,0 +1,335 @@
+"""The test web farm: real HTTP on 127.0.0.1, one free port per test session.
+
+Sites are groups of routes under a path prefix.  This module holds the static
+part (articles, a link graph, duplicate bodies, compressed bodies, cache
+headers, status codes, slow pages); later issues add hostile sites next to it.
+Tests can also put their own page at any path with :meth:`Farm.set_page`.
+
+Run it alone to look at it in a browser::
+
+    python tests/farm.py 8080
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import sys
+import threading
+import time
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+WORDS = [
+    "crawler",
+    "corpus",
+    "frontier",
+    "engine",
+    "fetch",
+    "page",
+    "link",
+    "anchor",
+    "topic",
+    "relevance",
+    "python",
+    "asyncio",
+    "event",
+    "loop",
+    "coroutine",
+    "task",
+    "future",
+    "network",
+    "socket",
+    "protocol",
+    "server",
+    "client",
+    "request",
+    "response",
+    "header",
+    "body",
+    "cache",
+    "storage",
+    "version",
+    "history",
+    "domain",
+    "host",
+    "delay",
+    "robots",
+    "sitemap",
+    "index",
+    "archive",
+    "article",
+    "section",
+    "paragraph",
+    "author",
+    "date",
+    "title",
+    "summary",
+    "content",
+    "extract",
+    "text",
+    "markdown",
+    "html",
+    "the",
+    "a",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "on",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "this",
+    "be",
+    "are",
+    "it",
+    "an",
+    "or",
+    "was",
+    "which",
+]
+
+
+def article_html(n: int, links: list[int] | None = None, paragraphs: int | None = None) -> str:
+    """A deterministic article page: same *n*, same bytes."""
+    rng = random.Random(n)
+    count = paragraphs if paragraphs is not None else rng.randint(3, 12)
+    title = " ".join(rng.choice(WORDS) for _ in range(5)).capitalize()
+    body = "\n".join(
+        "<p>" + " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))) + ".</p>"
+        for _ in range(count)
+    )
+    nav = "".join(f'<li><a href="/articles/{m}.html">Article {m}</a></li>' for m in links or [])
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{title}</title></head>\n<body><nav><ul>{nav}</ul></nav>"
+        f"<article><h1>{title}</h1>\n{body}\n</article></body></html>\n"
+    )
+
+
+@dataclass
+class Page:
+    body: bytes
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "text/html"})
+    delay: float = 0.0
+
+
+class Farm:
+    """A threaded HTTP server with the farm's routes, plus per-path overrides."""
+
+    ARTICLES = 200  # /articles/0.html .. /articles/199.html
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.pages: dict[str, Page] = {}
+        self.hits: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        farm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                farm._serve(self)
+
+            def do_HEAD(self) -> None:
+                farm._serve(self, head=True)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self.host, self.port = self.server.server_address[:2]
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    # -- life cycle
+
+    def start(self) -> Farm:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> Farm:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- what tests use
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def set_page(
+        self,
+        path: str,
+        body: str | bytes,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        """Serve *body* at *path* (exact path, query ignored) until changed again."""
+        data = body.encode() if isinstance(body, str) else body
+        with self._lock:
+            self.pages[path] = Page(
+                data,
+                status,
+                headers if headers is not None else {"Content-Type": "text/html"},
+                delay,
+            )
+
+    def hit_count(self, path: str) -> int:
+        with self._lock:
+            return self.hits[path]
+
+    # -- routing
+
+    def _route(self, path: str, query: dict[str, list[str]]) -> Page:
+        with self._lock:
+            if path in self.pages:
+                return self.pages[path]
+        if path in {"/", "/index.html"}:
+            links = "".join(
+                f'<li><a href="/articles/{n}.html">Article {n}</a></li>'
+                for n in range(self.ARTICLES)
+            )
+            return Page(
+                f"<!DOCTYPE html><html><head><title>Farm index</title></head>"
+                f"<body><h1>Articles</h1><ul>{links}</ul></body></html>".encode()
+            )
+        if path.startswith("/articles/") and path.endswith(".html"):
+            try:
+                n = int(path[len("/articles/") : -len(".html")])
+            except ValueError:
+                return _not_found()
+            if not 0 <= n < self.ARTICLES:
+                return _not_found()
+            links = [(n + 1) % self.ARTICLES, (n * 7 + 3) % self.ARTICLES]
+            return Page(
+                article_html(n, links).encode("utf-8"),
+                headers={"Content-Type": "text/html; charset=utf-8"},
+            )
+        if path.startswith("/same/"):
+            # Many URLs, one body: the corpus must store it once.
+            return Page(article_html(10_000).encode())
+        if path.startswith("/gzip/"):
+            raw = article_html(20_000).encode()
+            return Page(
+                gzip.compress(raw),
+                headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
+            )
+        if path.startswith("/deflate/"):
+            raw = article_html(20_001).encode()
+            return Page(
+                zlib.compress(raw),
+                headers={"Content-Type": "text/html", "Content-Encoding": "deflate"},
+            )
+        if path == "/bomb.html":
+            # 64 MiB of zeros, a few KiB on the wire: a decompression bomb.
+            return Page(
+                gzip.compress(b"\0" * (64 << 20), compresslevel=9),
+                headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
+            )
+        if path == "/corrupt-gzip.html":
+            return Page(
+                b"\x1f\x8b\x08\x00not really gzip",
+                headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
+            )
+        if path.startswith("/status/"):
+            code = int(path.rsplit("/", 1)[-1] or 200)
+            return Page(f"<html><body>status {code}</body></html>".encode(), status=code)
+        if path == "/cache/max-age":
+            seconds = int(query.get("s", ["60"])[0])
+            return Page(
+                article_html(30_000).encode(),
+                headers={
+                    "Content-Type": "text/html",
+                    "Cache-Control": f"max-age={seconds}",
+                    "Date": formatdate(usegmt=True),
+                },
+            )
+        if path == "/cache/no-store":
+            return Page(
+                article_html(30_001).encode(),
+                headers={"Content-Type": "text/html", "Cache-Control": "no-store"},
+            )
+        if path == "/slow.html":
+            delay = float(query.get("s", ["1"])[0])
+            return Page(article_html(40_000).encode(), delay=delay)
+        if path == "/binary.bin":
+            return Page(
+                bytes(range(256)) * 64, headers={"Content-Type": "application/octet-stream"}
+            )
+        if path == "/redirect":
+            target = query.get("to", ["/index.html"])[0]
+            return Page(b"", status=301, headers={"Location": target})
+        if path.startswith("/graph/"):
+            return self._graph(path)
+        return _not_found()
+
+    def _graph(self, path: str) -> Page:
+        """A wide, shallow link graph for crawl benchmarks: /graph/<n>.html, 20,000 nodes."""
+        try:
+            n = int(path[len("/graph/") : -len(".html")])
+        except ValueError:
+            return _not_found()
+        size = 20_000
+        if not 0 <= n < size:
+            return _not_found()
+        children = [c for c in range(n * 10 + 1, n * 10 + 11) if c < size]
+        return Page(
+            article_html(n + 100_000, children, paragraphs=4)
+            .replace("/articles/", "/graph/")
+            .encode()
+        )
+
+    def _serve(self, handler: BaseHTTPRequestHandler, head: bool = False) -> None:
+        parts = urlsplit(handler.path)
+        with self._lock:
+            self.hits[parts.path] += 1
+        page = self._route(parts.path, parse_qs(parts.query))
+        if page.delay:
+            time.sleep(page.delay)
+        try:
+            handler.send_response(page.status)
+            for name, value in page.headers.items():
+                handler.send_header(name, value)
+            handler.send_header("Content-Length", str(len(page.body)))
+            handler.end_headers()
+            if not head:
+                handler.wfile.write(page.body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (a killed crawl): not the farm's problem
+
+
+def _not_found() -> Page:
+    return Page(b"<html><body><h1>Not found</h1></body></html>", status=404)
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8080
+    with Farm(port=port) as running:
+        print(f"farm at {running.base}")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,33 @@
+"""An extension the test crawls use to hand their final stats to the test."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+
+
+class StatsToFile:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StatsToFile:
+        return cls(crawler)
+
+    def spider_closed(self, spider: Any, reason: str) -> None:
+        path = os.environ.get("FOCUS_TEST_STATS_FILE")
+        if not path:
+            return
+        stats = {
+            key: value
+            for key, value in self.crawler.stats.get_stats().items()
+            if isinstance(value, (int, float, str))
+        }
+        stats["finish_reason"] = reason
+        with open(path, "w") as out:
+            json.dump(stats, out)
