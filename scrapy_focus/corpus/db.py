@@ -206,7 +206,9 @@ class CorpusDB:
         try:
             self.env = lmdb.open(
                 str(self.path),
-                map_size=map_size,
+                # A reader asks for the least; LMDB maps at least what the file
+                # records, and _read() adopts a writer's later growth.
+                map_size=1 << 20 if readonly else map_size,
                 max_dbs=len(_DB_NAMES),
                 readonly=readonly,
                 # fsync off still survives SIGKILL: committed pages are in the

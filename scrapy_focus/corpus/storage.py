@@ -284,9 +284,10 @@ def _class_path(response: Response, headers: list[tuple[str, str]], body: bytes)
 def response_from_version(version: Version, body: bytes) -> Response:
     """Rebuild the response a version describes, with its body."""
     cls = load_object(version.response_class)
-    headers: dict[str, list[str]] = {}
+    # Stored as latin-1 text; back to the exact bytes (Scrapy would encode str as UTF-8).
+    headers: dict[bytes, list[bytes]] = {}
     for name, value in version.headers:
-        headers.setdefault(name, []).append(value)
+        headers.setdefault(name.encode("latin-1"), []).append(value.encode("latin-1"))
     return cls(
         url=version.final_url,
         status=version.status,

@@ -1,0 +1,267 @@
+"""LmdbCacheStorage through its Scrapy interface: fields, dedup, versions, decoding."""
+
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import zlib
+
+import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
+
+from scrapy_focus.corpus.db import CorpusError, body_hash
+from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.corpus.storage import ContentDecodingError, decode_content
+from tests.corpus_helpers import corpus_dir, open_storage
+from tests.farm import article_html
+
+HTML = article_html(1).encode()
+
+
+def test_every_response_field_round_trips(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/page?b=2&a=1", meta={"depth": 3, "unstored": object()})
+    response = HtmlResponse(
+        url="http://example.com/final",
+        status=203,
+        headers={
+            "Content-Type": "text/html; charset=utf-8",
+            "Set-Cookie": ["a=1", "b=2"],
+            "X-Custom": "é".encode("latin-1"),
+        },
+        body=HTML,
+        flags=["custom-flag"],
+        ip_address=ipaddress.ip_address("127.0.0.1"),
+        protocol="HTTP/1.1",
+        request=request,
+    )
+    storage.store_response(spider, request, response)
+
+    cached = storage.retrieve_response(spider, Request("http://example.com/page?a=1&b=2"))
+    assert type(cached) is HtmlResponse
+    assert cached.url == "http://example.com/final"
+    assert cached.status == 203
+    assert cached.body == HTML
+    assert cached.headers.getlist("Set-Cookie") == [b"a=1", b"b=2"]
+    assert cached.headers["X-Custom"] == "é".encode("latin-1")
+    assert cached.headers["Content-Type"] == b"text/html; charset=utf-8"
+    assert cached.flags == ["custom-flag"]
+    assert cached.ip_address == ipaddress.ip_address("127.0.0.1")
+    assert cached.protocol == "HTTP/1.1"
+    assert cached.encoding == "utf-8"
+
+    version = storage.db.latest_version(spider.crawler.request_fingerprinter.fingerprint(request))
+    assert version.meta == {"depth": 3}  # only registered, JSON-serialisable keys
+    assert version.engine == "http"
+    assert version.url == "http://example.com/page?b=2&a=1"
+    storage.close_spider(spider)
+
+
+@pytest.mark.parametrize(
+    ("cls", "content_type", "body"),
+    [
+        (Response, "application/octet-stream", bytes(range(256))),
+        (TextResponse, "text/plain; charset=latin-1", "plain tëxt".encode("latin-1")),
+        (XmlResponse, "application/xml", b"<?xml version='1.0'?><a>b</a>"),
+        (HtmlResponse, "text/html", b""),
+    ],
+)
+def test_response_class_and_body_survive_for_every_kind(tmp_path, cls, content_type, body):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/x")
+    storage.store_response(
+        spider, request, cls(url=request.url, headers={"Content-Type": content_type}, body=body)
+    )
+    cached = storage.retrieve_response(spider, request)
+    assert type(cached) is cls
+    assert cached.body == body
+    storage.close_spider(spider)
+
+
+def test_missing_page_is_a_miss_not_an_error(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    assert storage.retrieve_response(spider, Request("http://example.com/never")) is None
+    storage.close_spider(spider)
+
+
+def test_same_body_under_many_urls_is_stored_once(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    for n in range(5):
+        request = Request(f"http://example.com/copy/{n}")
+        storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    stats = storage.db.stats()
+    assert (stats.pages, stats.versions, stats.bodies) == (5, 5, 1)
+    storage.close_spider(spider)
+
+
+def test_refetch_of_unchanged_page_refreshes_the_version_and_stores_no_new_body(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    first = storage.db.latest_version(spider.crawler.request_fingerprinter.fingerprint(request))
+    storage.store_response(
+        spider, request, HtmlResponse(url=request.url, body=HTML, headers={"ETag": "v2"})
+    )
+    stats = storage.db.stats()
+    assert (stats.versions, stats.bodies) == (1, 1)
+    latest = storage.db.latest_version(spider.crawler.request_fingerprinter.fingerprint(request))
+    assert latest.fetch_count == 2
+    assert latest.first_fetched_at == first.first_fetched_at
+    assert latest.fetched_at >= first.fetched_at
+    assert ("Etag", "v2") in latest.headers  # Scrapy normalises header names
+    assert spider.crawler.stats.get_value("focus/corpus/unchanged") == 1
+    storage.close_spider(spider)
+
+
+def test_changed_page_gets_a_new_version_and_old_versions_stay_readable(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/a")
+    bodies = [article_html(n).encode() for n in (1, 2, 3)]
+    for body in bodies:
+        storage.store_response(spider, request, HtmlResponse(url=request.url, body=body))
+    # back to the first body: a new version (history is kept in order), no new body
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=bodies[0]))
+    storage.close_spider(spider)
+
+    with Corpus(corpus_dir(tmp_path)) as corpus:
+        page = corpus.page("http://example.com/a")
+        versions = page.versions()
+        assert [v.index for v in versions] == [0, 1, 2, 3]
+        assert [page.body(v) for v in versions] == [*bodies, bodies[0]]
+        assert corpus.stats().bodies == 3
+        assert page.response().body == bodies[0]
+
+
+def test_retrieval_returns_the_latest_version(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=b"<p>old</p>"))
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=b"<p>new</p>"))
+    assert storage.retrieve_response(spider, request).body == b"<p>new</p>"
+    storage.close_spider(spider)
+
+
+def test_pages_are_keyed_by_canonical_url(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    storage.store_response(
+        spider,
+        Request("HTTP://Example.com:80/a?utm_source=news&b=2&a=1#frag"),
+        HtmlResponse(url="http://example.com/a?b=2&a=1", body=HTML),
+    )
+    cached = storage.retrieve_response(spider, Request("http://example.com/a?a=1&b=2"))
+    assert cached is not None and cached.body == HTML
+    storage.close_spider(spider)
+    with Corpus(corpus_dir(tmp_path)) as corpus:
+        assert [page.url for page in corpus] == ["http://example.com/a?a=1&b=2"]
+
+
+def test_expired_version_is_a_miss(tmp_path):
+    storage, spider = open_storage(tmp_path, HTTPCACHE_EXPIRATION_SECS=60)
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    assert storage.retrieve_response(spider, request) is not None
+    fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
+    # Rewrite the stored fetch time two minutes into the past, through the same API.
+    from dataclasses import replace
+
+    from scrapy_focus.corpus.db import _INDEX
+
+    stale = replace(storage.db.latest_version(fingerprint), fetched_at=0.0)
+    with storage.db.env.begin(write=True) as txn:
+        txn.put(fingerprint + _INDEX.pack(0), stale.to_bytes(), db=storage.db._dbs[b"versions"])
+    assert storage.retrieve_response(spider, request) is None
+    assert spider.crawler.stats.get_value("focus/corpus/expired") == 1
+    storage.close_spider(spider)
+
+
+def test_content_encoded_bodies_are_stored_decoded_and_deduplicated(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    plain = Request("http://example.com/plain")
+    gz = Request("http://example.com/gz")
+    storage.store_response(spider, plain, HtmlResponse(url=plain.url, body=HTML))
+    storage.store_response(
+        spider,
+        gz,
+        HtmlResponse(
+            url=gz.url,
+            body=gzip.compress(HTML),
+            headers={"Content-Encoding": "gzip", "Content-Length": "99"},
+        ),
+    )
+    assert storage.db.stats().bodies == 1
+    cached = storage.retrieve_response(spider, gz)
+    assert cached.body == HTML
+    assert b"Content-Encoding" not in cached.headers
+    version = storage.db.latest_version(spider.crawler.request_fingerprinter.fingerprint(gz))
+    assert version.content_encoding == "gzip"
+    assert version.body_hash == body_hash(HTML).hex()
+    storage.close_spider(spider)
+
+
+def test_undecodable_body_is_stored_as_received(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/broken")
+    raw = b"\x1f\x8b\x08\x00garbage"
+    storage.store_response(
+        spider,
+        request,
+        HtmlResponse(url=request.url, body=raw, headers={"Content-Encoding": "gzip"}),
+    )
+    cached = storage.retrieve_response(spider, request)
+    assert cached.body == raw
+    assert cached.headers["Content-Encoding"] == b"gzip"
+    assert spider.crawler.stats.get_value("focus/corpus/undecoded_body") == 1
+    storage.close_spider(spider)
+
+
+def test_decode_content_stops_a_decompression_bomb():
+    bomb = gzip.compress(b"\0" * (8 << 20))
+    with pytest.raises(ContentDecodingError, match="exceed"):
+        decode_content(bomb, ["gzip"], max_size=1 << 20)
+    deflate_bomb = zlib.compress(b"\0" * (8 << 20))
+    with pytest.raises(ContentDecodingError, match="exceed"):
+        decode_content(deflate_bomb, ["deflate"], max_size=1 << 20)
+
+
+def test_decode_content_handles_stacked_and_raw_deflate_encodings():
+    raw_deflate = zlib.compressobj(wbits=-15)
+    raw = raw_deflate.compress(HTML) + raw_deflate.flush()
+    assert decode_content(raw, ["deflate"]) == HTML
+    assert decode_content(gzip.compress(zlib.compress(HTML)), ["deflate", "gzip"]) == HTML
+    with pytest.raises(ContentDecodingError, match="unknown"):
+        decode_content(HTML, ["x-weird"])
+
+
+def test_unknown_compression_setting_is_a_clear_error(tmp_path):
+    with pytest.raises(CorpusError, match="FOCUS_CORPUS_COMPRESSION='lz4'"):
+        open_storage(tmp_path, FOCUS_CORPUS_COMPRESSION="lz4")
+
+
+@pytest.mark.parametrize("codec", ["zlib", "none"])
+def test_other_codecs_round_trip_and_are_readable_by_default_reader(tmp_path, codec):
+    storage, spider = open_storage(tmp_path, FOCUS_CORPUS_COMPRESSION=codec)
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    assert storage.retrieve_response(spider, request).body == HTML
+    storage.close_spider(spider)
+    with Corpus(corpus_dir(tmp_path)) as corpus:
+        assert next(iter(corpus)).body() == HTML
+
+
+def test_storage_used_before_open_says_so(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    storage.close_spider(spider)
+    with pytest.raises(RuntimeError, match="before open_spider"):
+        storage.retrieve_response(spider, Request("http://example.com/a"))
+
+
+def test_corpus_dir_setting_moves_the_corpus(tmp_path):
+    target = tmp_path / "elsewhere"
+    storage, spider = open_storage(tmp_path, FOCUS_CORPUS_DIR=str(target))
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    storage.close_spider(spider)
+    assert (target / "data.mdb").exists()
+    with Corpus(target) as corpus:
+        assert len(corpus) == 1
