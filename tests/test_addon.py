@@ -1,0 +1,66 @@
+"""One line in settings.py enables everything, and never overrides the user."""
+
+from __future__ import annotations
+
+from scrapy.utils.test import get_crawler
+
+from scrapy_focus import settings as focus_settings
+
+ADDON = {"scrapy_focus.Addon": 500}
+
+
+def settings_with(**user):
+    return get_crawler(settings_dict={"ADDONS": ADDON, **user}).settings
+
+
+def test_addon_enables_the_corpus_and_canonical_fingerprints():
+    settings = settings_with()
+    assert settings.getbool("HTTPCACHE_ENABLED") is True
+    assert settings["HTTPCACHE_STORAGE"] == "scrapy_focus.corpus.storage.LmdbCacheStorage"
+    assert (
+        settings["REQUEST_FINGERPRINTER_CLASS"] == "scrapy_focus.urls.CanonicalRequestFingerprinter"
+    )
+
+
+def test_every_focus_default_is_present_after_the_addon():
+    settings = settings_with()
+    for name, value in focus_settings.defaults().items():
+        assert settings[name] == value, name
+
+
+def test_without_the_addon_nothing_changes():
+    settings = get_crawler().settings
+    assert settings.getbool("HTTPCACHE_ENABLED") is False
+    assert "FOCUS_CORPUS_ENABLED" not in settings
+
+
+def test_user_values_win_over_the_addon():
+    settings = settings_with(
+        HTTPCACHE_STORAGE="scrapy.extensions.httpcache.FilesystemCacheStorage",
+        FOCUS_CORPUS_COMPRESSION="zlib",
+        REQUEST_FINGERPRINTER_CLASS="scrapy.utils.request.RequestFingerprinter",
+    )
+    assert settings["HTTPCACHE_STORAGE"] == "scrapy.extensions.httpcache.FilesystemCacheStorage"
+    assert settings["FOCUS_CORPUS_COMPRESSION"] == "zlib"
+    assert settings["REQUEST_FINGERPRINTER_CLASS"] == "scrapy.utils.request.RequestFingerprinter"
+
+
+def test_explicitly_disabled_cache_stays_disabled():
+    assert settings_with(HTTPCACHE_ENABLED=False).getbool("HTTPCACHE_ENABLED") is False
+
+
+def test_each_component_has_a_switch():
+    no_corpus = settings_with(FOCUS_CORPUS_ENABLED=False)
+    assert no_corpus.getbool("HTTPCACHE_ENABLED") is False
+    assert no_corpus["HTTPCACHE_STORAGE"] != "scrapy_focus.corpus.storage.LmdbCacheStorage"
+    no_canonical = settings_with(FOCUS_CANONICAL_URLS_ENABLED=False)
+    assert no_canonical["REQUEST_FINGERPRINTER_CLASS"] != (
+        "scrapy_focus.urls.CanonicalRequestFingerprinter"
+    )
+    assert no_canonical.getbool("HTTPCACHE_ENABLED") is True
+
+
+def test_defaults_are_fresh_copies():
+    first = focus_settings.defaults()
+    first["FOCUS_TRACKING_PARAMS"].append("mutated")
+    assert "mutated" not in focus_settings.defaults()["FOCUS_TRACKING_PARAMS"]

@@ -1,0 +1,87 @@
+"""Canonical URLs and the fingerprint everything keys pages by."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy import Request
+from scrapy.utils.test import get_crawler
+
+from scrapy_focus.urls import (
+    CanonicalRequestFingerprinter,
+    TrackingParams,
+    canonicalize_url,
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        ("HTTP://Example.COM/a", "http://example.com/a"),
+        ("http://example.com:80/a", "http://example.com/a"),
+        ("https://example.com:443", "https://example.com/"),
+        ("http://example.com:8080/a", "http://example.com:8080/a"),
+        ("http://example.com/a#frag", "http://example.com/a"),
+        ("http://example.com/a?b=2&a=1", "http://example.com/a?a=1&b=2"),
+        ("http://example.com/a?utm_source=x&utm_medium=y&id=3", "http://example.com/a?id=3"),
+        ("http://example.com/a?gclid=1&fbclid=2&msclkid=3", "http://example.com/a"),
+        ("http://example.com/%7euser/", "http://example.com/~user/"),
+        ("http://user:pw@Example.com:81/", "http://user:pw@example.com:81/"),
+        ("http://[::1]:80/x", "http://[::1]/x"),
+        ("http://例え.jp/パス", "http://xn--r8jz45g.jp/%E3%83%91%E3%82%B9"),
+    ],
+)
+def test_canonical_form(url, canonical):
+    assert canonicalize_url(url) == canonical
+
+
+def test_malformed_url_gets_a_stable_key_instead_of_an_exception():
+    assert canonicalize_url("http://a.com:abc/x") == canonicalize_url("http://A.com:abc/x")
+
+
+def test_tracking_params_are_configurable_with_prefixes():
+    tracking = TrackingParams(["ref", "pk_*"])
+    assert canonicalize_url("http://e.com/?ref=1&pk_campaign=2&utm_source=3", tracking) == (
+        "http://e.com/?utm_source=3"
+    )
+    assert canonicalize_url("http://e.com/?utm_source=3", TrackingParams([])) == (
+        "http://e.com/?utm_source=3"
+    )
+
+
+def test_fingerprinter_follows_scrapys_contract_and_is_set_by_the_addon():
+    crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_focus.Addon": 500}})
+    fingerprinter = crawler.request_fingerprinter
+    assert isinstance(fingerprinter, CanonicalRequestFingerprinter)
+    same = [
+        Request("http://example.com/a?b=2&a=1&utm_campaign=z"),
+        Request("HTTP://EXAMPLE.com:80/a?a=1&b=2#top"),
+    ]
+    prints = {fingerprinter.fingerprint(request) for request in same}
+    assert len(prints) == 1
+    assert len(prints.pop()) == 20
+    assert fingerprinter.fingerprint(Request("http://example.com/a")) != fingerprinter.fingerprint(
+        Request("http://example.com/a", method="POST")
+    )
+    assert fingerprinter.fingerprint(
+        Request("http://example.com/a", method="POST", body=b"1")
+    ) != fingerprinter.fingerprint(Request("http://example.com/a", method="POST", body=b"2"))
+
+
+def test_verbatim_url_meta_skips_canonicalisation():
+    fingerprinter = CanonicalRequestFingerprinter()
+    plain = Request("http://example.com/a?utm_source=x")
+    verbatim = Request("http://example.com/a?utm_source=x", meta={"verbatim_url": True})
+    assert fingerprinter.fingerprint(plain) != fingerprinter.fingerprint(verbatim)
+
+
+def test_tracking_params_setting_reaches_the_fingerprinter():
+    crawler = get_crawler(
+        settings_dict={"ADDONS": {"scrapy_focus.Addon": 500}, "FOCUS_TRACKING_PARAMS": ["sid"]}
+    )
+    fingerprinter = crawler.request_fingerprinter
+    assert fingerprinter.fingerprint(Request("http://e.com/?sid=1")) == fingerprinter.fingerprint(
+        Request("http://e.com/")
+    )
+    assert fingerprinter.fingerprint(
+        Request("http://e.com/?utm_source=1")
+    ) != fingerprinter.fingerprint(Request("http://e.com/"))
