@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy.utils.misc import load_object
+
 from scrapy_focus import settings as focus_defaults
+from scrapy_focus.items import PAGE_FIELDS
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -17,6 +20,14 @@ if TYPE_CHECKING:
 PRIORITY = "addon"
 CORPUS_STORAGE = "scrapy_focus.corpus.storage.LmdbCacheStorage"
 FINGERPRINTER = "scrapy_focus.urls.CanonicalRequestFingerprinter"
+
+# Downloader side: just below HttpCompressionMiddleware (590), so extraction
+# sees decoded bodies, live or from the cache (HttpCacheMiddleware, 900).
+EXTRACTION_MIDDLEWARE = ("scrapy_focus.extract.middleware.ExtractionMiddleware", 585)
+REQUEUE_MIDDLEWARE = ("scrapy_focus.corpus.requeue.CorpusRequeueMiddleware", 40)
+# Before the user's pipelines (300+ by convention), so they see verdicts.
+CONFIDENCE_PIPELINE = ("scrapy_focus.pipelines.ConfidencePipeline", 100)
+CONTRACT_PIPELINE = ("scrapy_focus.pipelines.ContractPipeline", 110)
 
 
 class Addon:
@@ -32,3 +43,17 @@ class Addon:
 
         if settings.getbool("FOCUS_CANONICAL_URLS_ENABLED"):
             settings.set("REQUEST_FINGERPRINTER_CLASS", FINGERPRINTER, priority=PRIORITY)
+
+        if settings.getbool("FOCUS_EXTRACT_ENABLED"):
+            _add_component(settings, "DOWNLOADER_MIDDLEWARES", *EXTRACTION_MIDDLEWARE)
+
+        if settings.getbool("FOCUS_CONTRACT_ENABLED"):
+            _add_component(settings, "ITEM_PIPELINES", *CONFIDENCE_PIPELINE)
+            _add_component(settings, "ITEM_PIPELINES", *CONTRACT_PIPELINE)
+            _add_component(settings, "SPIDER_MIDDLEWARES", *REQUEUE_MIDDLEWARE)
+            settings.set("FEED_EXPORT_FIELDS", PAGE_FIELDS, priority=PRIORITY)
+
+
+def _add_component(settings: BaseSettings, name: str, path: str, order: int) -> None:
+    """Add a component unless the user already listed it (maybe with None to disable it)."""
+    settings.setdefault_in_component_priority_dict(name, load_object(path), order)

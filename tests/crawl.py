@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SPIDER = Path(__file__).parent / "spiders" / "farm_spider.py"
+SPIDERS = Path(__file__).parent / "spiders"
 BASE_SETTINGS = {
     "ADDONS": {"scrapy_focus.Addon": 500},
     "LOG_LEVEL": "INFO",
@@ -28,7 +28,12 @@ class CrawlResult:
 
 
 def crawl_command(
-    workdir: Path, urls: list[str], settings: dict[str, Any] | None = None, follow: bool = False
+    workdir: Path,
+    urls: list[str],
+    settings: dict[str, Any] | None = None,
+    follow: bool = False,
+    spider: str = "farm_spider.py",
+    args: dict[str, str] | None = None,
 ) -> list[str]:
     merged = {**BASE_SETTINGS, **(settings or {})}
     command = [
@@ -36,7 +41,7 @@ def crawl_command(
         "-m",
         "scrapy",
         "runspider",
-        str(SPIDER),
+        str(SPIDERS / spider),
         "-a",
         "urls=" + ",".join(urls),
         "-a",
@@ -44,6 +49,8 @@ def crawl_command(
         "-o",
         str(workdir / "items.jsonl:jsonlines"),
     ]
+    for name, value in (args or {}).items():
+        command += ["-a", f"{name}={value}"]
     for name, value in merged.items():
         text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
         command += ["-s", f"{name}={text}"]
@@ -56,6 +63,8 @@ def run_crawl(
     settings: dict[str, Any] | None = None,
     follow: bool = False,
     timeout: float = 120,
+    spider: str = "farm_spider.py",
+    args: dict[str, str] | None = None,
 ) -> CrawlResult:
     """Run the farm spider in *workdir*; return its log, items and final stats."""
     items_file = workdir / "items.jsonl"
@@ -69,7 +78,7 @@ def run_crawl(
         "FOCUS_TEST_STATS_FILE": str(stats_file),
     }
     proc = subprocess.run(
-        crawl_command(workdir, urls, merged, follow),
+        crawl_command(workdir, urls, merged, follow, spider, args),
         cwd=workdir,
         env=env,
         capture_output=True,

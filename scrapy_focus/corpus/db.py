@@ -6,6 +6,9 @@ Layout (named databases inside ``<crawl dir>/data.mdb``):
 ``versions``  fingerprint + version index (4 bytes, big-endian) → :class:`Version` (JSON)
 ``bodies``    SHA-256 of the body (32 bytes) → codec tag (1 byte) + compressed body
 ``urls``      canonical URL (UTF-8) → fingerprint, so a reader can look pages up by URL
+``states``    fingerprint → :class:`PageState`: the content contract's verdicts and history
+``extracts``  fingerprint + version index → the accepted page item (JSON), for exports
+``quarantine`` fingerprint → :class:`QuarantineEntry`
 ``info``      ``schema`` and other facts about the corpus itself
 
 Every write is one LMDB transaction: a process killed at any moment leaves
@@ -31,7 +34,16 @@ import lmdb
 import zstandard
 
 SCHEMA_VERSION = 1
-_DB_NAMES = (b"pages", b"versions", b"bodies", b"urls", b"info")
+_DB_NAMES = (
+    b"pages",
+    b"versions",
+    b"bodies",
+    b"urls",
+    b"states",
+    b"extracts",
+    b"quarantine",
+    b"info",
+)
 _INDEX = struct.Struct(">I")
 _T = TypeVar("_T")
 
@@ -164,6 +176,60 @@ class Fetch:
     content_encoding: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     fetched_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What the content contract concluded about a page, and its change history."""
+
+    fingerprint: str
+    url: str
+    state: str  # accepted | unchanged | rejected | quarantined
+    reason: str | None
+    content_hash: str | None  # of the normalised main text, latest fetch
+    accepted_hash: str | None  # of the latest accepted content
+    accepted_versions: list[int]  # corpus versions that were accepted
+    first_seen: float
+    last_seen: float
+    last_changed: float | None  # last time the accepted content changed
+    fetches: int
+    changes: int
+    recrawl_interval: float | None = None  # adaptive re-fetch interval (seconds)
+    next_due: float | None = None
+    history: list[list[Any]] = field(default_factory=list)  # [fetched_at, state, changed]
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> PageState:
+        raw = json.loads(bytes(data))
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in raw.items() if key in known})
+
+
+@dataclass(frozen=True)
+class QuarantineEntry:
+    """A page whose processing failed unexpectedly, kept until a person releases it."""
+
+    fingerprint: str
+    url: str
+    reason: str
+    error: str
+    first_seen: float
+    last_seen: float
+    count: int = 1
+    released: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> QuarantineEntry:
+        raw = json.loads(bytes(data))
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in raw.items() if key in known})
 
 
 # -- the environment --------------------------------------------------------------
@@ -389,14 +455,88 @@ class CorpusDB:
 
     def iter_pages(self) -> Iterator[PageRecord]:
         """Every page, in fingerprint order, read in batches so writers are never blocked."""
-        last: bytes | None = None
-        while True:
-            batch = self._read(lambda txn, after=last: _scan(txn, self._dbs[b"pages"], after))
-            if not batch:
-                return
-            for key, raw in batch:
-                yield PageRecord.from_bytes(raw)
-                last = key
+        for _key, raw in _scan_db(self._dbs[b"pages"], self._read):
+            yield PageRecord.from_bytes(raw)
+
+    # -- the content contract
+
+    def state(self, fingerprint: bytes) -> PageState | None:
+        raw = self._read(lambda txn: txn.get(fingerprint, db=self._dbs[b"states"]))
+        return PageState.from_bytes(raw) if raw is not None else None
+
+    def put_state(
+        self, state: PageState, version_index: int | None = None, record: bytes | None = None
+    ) -> None:
+        """Store a verdict, and with it the accepted item of *version_index*, atomically."""
+        fingerprint = bytes.fromhex(state.fingerprint)
+
+        def work(txn: lmdb.Transaction) -> None:
+            txn.put(fingerprint, state.to_bytes(), db=self._dbs[b"states"])
+            if version_index is not None and record is not None:
+                txn.put(fingerprint + _INDEX.pack(version_index), record, db=self._dbs[b"extracts"])
+
+        self._write(work)
+
+    def accepted_record(self, fingerprint: bytes, version_index: int) -> bytes | None:
+        key = fingerprint + _INDEX.pack(version_index)
+        return self._read(lambda txn: txn.get(key, db=self._dbs[b"extracts"]))
+
+    def iter_states(self) -> Iterator[PageState]:
+        for _key, raw in _scan_db(self._dbs[b"states"], self._read):
+            yield PageState.from_bytes(raw)
+
+    # -- quarantine
+
+    def quarantine(self, entry: QuarantineEntry) -> QuarantineEntry:
+        """Add *entry*, or count one more failure of a page already quarantined."""
+        fingerprint = bytes.fromhex(entry.fingerprint)
+
+        def work(txn: lmdb.Transaction) -> QuarantineEntry:
+            raw = txn.get(fingerprint, db=self._dbs[b"quarantine"])
+            stored = entry
+            if raw is not None:
+                old = QuarantineEntry.from_bytes(raw)
+                stored = replace(entry, first_seen=old.first_seen, count=old.count + 1)
+            txn.put(fingerprint, stored.to_bytes(), db=self._dbs[b"quarantine"])
+            return stored
+
+        return self._write(work)
+
+    def quarantined(self) -> Iterator[QuarantineEntry]:
+        for _key, raw in _scan_db(self._dbs[b"quarantine"], self._read):
+            yield QuarantineEntry.from_bytes(raw)
+
+    def quarantine_entry(self, fingerprint: bytes) -> QuarantineEntry | None:
+        raw = self._read(lambda txn: txn.get(fingerprint, db=self._dbs[b"quarantine"]))
+        return QuarantineEntry.from_bytes(raw) if raw is not None else None
+
+    def release(self, fingerprint: bytes) -> QuarantineEntry | None:
+        """Mark a quarantined page for re-fetch by the next crawl."""
+
+        def work(txn: lmdb.Transaction) -> QuarantineEntry | None:
+            raw = txn.get(fingerprint, db=self._dbs[b"quarantine"])
+            if raw is None:
+                return None
+            entry = replace(QuarantineEntry.from_bytes(raw), released=True)
+            txn.put(fingerprint, entry.to_bytes(), db=self._dbs[b"quarantine"])
+            return entry
+
+        return self._write(work)
+
+    def take_released(self) -> list[QuarantineEntry]:
+        """Remove and return the released entries (the caller re-queues them)."""
+
+        def work(txn: lmdb.Transaction) -> list[QuarantineEntry]:
+            taken = []
+            with txn.cursor(db=self._dbs[b"quarantine"]) as cursor:
+                for key, raw in list(cursor):
+                    entry = QuarantineEntry.from_bytes(raw)
+                    if entry.released:
+                        taken.append(entry)
+                        txn.delete(key, db=self._dbs[b"quarantine"])
+            return taken
+
+        return self._write(work)
 
     def stats(self) -> CorpusStats:
         def work(txn: lmdb.Transaction) -> CorpusStats:
@@ -413,6 +553,46 @@ class CorpusDB:
             )
 
         return self._read(work)
+
+
+_SHARED: dict[Path, list[Any]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def acquire(path: str | Path, **options: Any) -> CorpusDB:
+    """The process's one writable CorpusDB for *path* (LMDB forbids opening an
+    environment twice in one process); pair every call with :func:`release`."""
+    key = Path(path).resolve()
+    with _SHARED_LOCK:
+        if key in _SHARED:
+            _SHARED[key][1] += 1
+            return _SHARED[key][0]
+        db = CorpusDB(key, **options)
+        _SHARED[key] = [db, 1]
+        return db
+
+
+def release(db: CorpusDB) -> None:
+    key = db.path.resolve()
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None or entry[0] is not db:
+            db.close()
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _SHARED[key]
+            db.close()
+
+
+def _scan_db(db_handle: Any, read: Callable[..., Any]) -> Iterator[tuple[bytes, bytes]]:
+    last: bytes | None = None
+    while True:
+        batch = read(lambda txn, after=last: _scan(txn, db_handle, after))
+        if not batch:
+            return
+        yield from batch
+        last = batch[-1][0]
 
 
 def _scan(

@@ -34,7 +34,7 @@ from scrapy.utils.gz import gunzip
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from scrapy_focus.corpus.db import BodyCodec, CorpusDB, Fetch, Version
+from scrapy_focus.corpus.db import BodyCodec, CorpusDB, Fetch, Version, acquire, release
 from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class LmdbCacheStorage:
 
     def open_spider(self, spider: Spider) -> None:
         path = self.config.corpus_path(spider.name)
-        self.db = CorpusDB(
+        self.db = acquire(
             path, map_size=self.config.map_size, fsync=self.config.fsync, codec=self.codec
         )
         crawler = spider.crawler
@@ -105,11 +105,13 @@ class LmdbCacheStorage:
 
     def close_spider(self, spider: Spider) -> None:
         if self.db is not None:
-            self.db.close()
+            release(self.db)
             self.db = None
 
     def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
         db = self._require_open()
+        if request.meta.get("focus_refresh"):
+            return None  # a deliberate re-fetch (recrawl, quarantine release): miss, then store
         found = db.latest_with_body(self._fingerprinter.fingerprint(request))
         if found is None:
             return None

@@ -1,0 +1,85 @@
+"""``CorpusRequeueMiddleware``: at start, send back what the corpus says is due.
+
+Two kinds of page re-enter the crawl, each explicitly and once per crawl:
+
+* quarantined pages a person released with ``scrapy focus-quarantine release``;
+* with ``FOCUS_RECRAWL``, pages whose adaptive re-fetch time has come.
+
+They are yielded before the spider's own start requests, with
+``meta["focus_refresh"] = True`` so the corpus serves them fresh, not cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+
+from scrapy_focus.contract import ACCEPTED, UNCHANGED
+from scrapy_focus.corpus.db import acquire, release
+from scrapy_focus.corpus.storage import CorpusConfig
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+
+class CorpusRequeueMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("FOCUS_CONTRACT_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.recrawl = crawler.settings.getbool("FOCUS_RECRAWL")
+        self.corpus = CorpusConfig.from_settings(crawler.settings)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        for request in self._due_requests():
+            yield request
+        async for item_or_request in start:
+            yield item_or_request
+
+    def _due_requests(self) -> list[Request]:
+        spider = self.crawler.spider
+        path = self.corpus.corpus_path(spider.name)
+        if not (path / "data.mdb").exists():
+            return []
+        db = acquire(path, map_size=self.corpus.map_size, fsync=self.corpus.fsync)
+        try:
+            requests = []
+            for entry in db.take_released():
+                requests.append(self._request(entry.url, "released", entry.meta.get("depth", 0)))
+            if self.recrawl:
+                now = time.time()
+                for state in db.iter_states():
+                    if (
+                        state.state in (ACCEPTED, UNCHANGED)
+                        and state.next_due is not None
+                        and state.next_due <= now
+                    ):
+                        requests.append(self._request(state.url, "recrawl", 0))
+        finally:
+            release(db)
+        stats = self.crawler.stats
+        for request in requests:
+            stats.inc_value(f"focus/requeue/{request.meta['focus_requeue']}")
+        if requests:
+            logger.info("Re-queued %d page(s) from the corpus", len(requests))
+        return requests
+
+    @staticmethod
+    def _request(url: str, why: str, depth: int) -> Request:
+        return Request(
+            url,
+            dont_filter=True,
+            meta={"focus_refresh": True, "focus_requeue": why, "depth": depth},
+        )

@@ -1,0 +1,149 @@
+"""``ExtractionMiddleware``: extract every HTML response once, off the reactor.
+
+A downloader middleware placed just below ``HttpCompressionMiddleware``
+(so it sees decoded bodies, live or from the corpus) and above the engine
+ladder (which reads the result to judge thin pages).  The result travels in
+``response.meta``:
+
+``focus_extraction``          the :class:`~scrapy_focus.extract.page.Extraction`, or None
+``focus_extraction_failure``  None, ``"timeout"``, ``"error"`` or a skip reason
+``focus_extraction_error``    the exception text when ``failure == "error"``
+
+Nothing downstream extracts again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response, TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from scrapy_focus.extract.page import ExtractOptions
+from scrapy_focus.extract.pool import ExtractionPool
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    workers: int
+    timeout: float
+    mode: str
+    function: str
+    options: ExtractOptions
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> ExtractConfig:
+        return cls(
+            workers=settings.getint("FOCUS_EXTRACT_WORKERS") or (os.cpu_count() or 1),
+            timeout=settings.getfloat("FOCUS_EXTRACT_TIMEOUT", 10.0),
+            mode=settings.get("FOCUS_EXTRACT_MODE", "process"),
+            function=settings.get("FOCUS_EXTRACT_FUNCTION")
+            or "scrapy_focus.extract.page.extract_page",
+            options=ExtractOptions(
+                fast=settings.getbool("FOCUS_EXTRACT_FAST", True),
+                with_metadata=settings.getbool("FOCUS_EXTRACT_METADATA", True),
+                favor_precision=settings.getbool("FOCUS_EXTRACT_FAVOR_PRECISION"),
+                favor_recall=settings.getbool("FOCUS_EXTRACT_FAVOR_RECALL"),
+                include_tables=settings.getbool("FOCUS_EXTRACT_TABLES", True),
+                max_tree_size=settings.getint("FOCUS_EXTRACT_MAX_TREE_SIZE", 100_000),
+                max_html_bytes=settings.getint("FOCUS_EXTRACT_MAX_BYTES", 8 * 1024 * 1024),
+            ),
+        )
+
+
+class ExtractionMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("FOCUS_EXTRACT_ENABLED"):
+            raise NotConfigured
+        self.config = ExtractConfig.from_settings(crawler.settings)
+        self.stats = crawler.stats
+        self.pool = ExtractionPool(
+            self.config.workers,
+            self.config.timeout,
+            self.config.mode,
+            self.config.function,
+            self.config.options,
+        )
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Spider | None = None) -> None:
+        self.pool.start()
+        logger.info(
+            "Extraction: %d %s worker(s), %.1fs limit per page",
+            self.pool.workers,
+            self.config.mode,
+            self.config.timeout,
+        )
+
+    def spider_closed(self, spider: Spider | None = None) -> None:
+        self.pool.close()
+
+    async def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        if request.method == "HEAD":
+            return response
+        meta = request.meta  # response.meta is only bound after the downloader
+        meta["focus_extraction"] = None
+        meta["focus_extraction_failure"] = None
+        skip = self._skip_reason(response)
+        if skip:
+            meta["focus_extraction_failure"] = skip
+            self.stats.inc_value(f"focus/extract/skipped/{skip}")
+            return response
+        content_type = response.headers.get(b"Content-Type")
+        result = await maybe_deferred_to_future(
+            self.pool.submit(
+                response.body,
+                response.url,
+                content_type.decode("latin-1") if content_type else None,
+            )
+        )
+        meta["focus_extraction"] = result.extraction
+        meta["focus_extraction_failure"] = result.failure
+        meta["focus_extraction_worker"] = result.worker
+        if result.failure == "error":
+            meta["focus_extraction_error"] = result.error
+            logger.warning("Extraction failed for %s: %s", response.url, result.error)
+        elif result.failure == "timeout":
+            logger.warning(
+                "Extraction of %s exceeded FOCUS_EXTRACT_TIMEOUT (%.1fs)",
+                response.url,
+                self.config.timeout,
+            )
+        self.stats.inc_value(f"focus/extract/{result.failure or 'ok'}")
+        if result.extraction is not None and result.extraction.skipped:
+            self.stats.inc_value(f"focus/extract/skipped/{result.extraction.skipped}")
+        return response
+
+    def _skip_reason(self, response: Response) -> str | None:
+        if not isinstance(response, TextResponse):
+            return "not-html"
+        content_type = (response.headers.get(b"Content-Type") or b"").lower()
+        if content_type and not content_type.startswith(HTML_TYPES):
+            return "not-html"
+        if not response.body.strip():
+            return "empty-body"
+        if len(response.body) > self.config.options.max_html_bytes:
+            return "oversized"
+        return None

@@ -1,0 +1,107 @@
+"""The page item: one per fetched page, with the fields every export carries.
+
+``PAGE_FIELDS`` is the public, stable list (DESIGN.md); the Addon makes it the
+default ``FEED_EXPORT_FIELDS``.  ``extraction`` is the in-crawl hand-over from
+the extraction middleware to the pipelines and is cleared before export.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+
+    from scrapy_focus.extract.page import Extraction
+
+PAGE_FIELDS = [
+    "url",
+    "final_url",
+    "status",
+    "engine",
+    "fetched_at",
+    "depth",
+    "parent_url",
+    "anchor",
+    "link_score",
+    "relevance",
+    "title",
+    "author",
+    "date",
+    "language",
+    "description",
+    "markdown",
+    "confidence",
+    "state",
+    "reason",
+    "content_hash",
+]
+
+
+@dataclass
+class PageItem:
+    url: str
+    final_url: str
+    status: int
+    engine: str = "http"
+    fetched_at: str = ""  # ISO 8601, UTC
+    depth: int = 0
+    parent_url: str | None = None
+    anchor: str | None = None
+    link_score: float | None = None
+    relevance: float | None = None
+    title: str | None = None
+    author: str | None = None
+    date: str | None = None
+    language: str | None = None
+    description: str | None = None
+    markdown: str = ""
+    confidence: float | None = None
+    state: str | None = None
+    reason: str | None = None
+    content_hash: str | None = None
+    corpus_version: int | None = None
+    extraction: Extraction | None = field(default=None, repr=False)
+    extraction_failure: str | None = field(default=None, repr=False)
+    extraction_error: str | None = field(default=None, repr=False)
+
+    def export_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in PAGE_FIELDS}
+
+
+def page_item(response: Response) -> PageItem:
+    """Build the page item of *response* from what the components left in its meta."""
+    meta = response.meta
+    extraction: Extraction | None = meta.get("focus_extraction")
+    link = meta.get("focus") or {}
+    fetched = meta.get("cache_timestamp") if "cached" in response.flags else None
+    request_url = response.request.url if response.request is not None else response.url
+    return PageItem(
+        url=request_url,
+        final_url=response.url,
+        status=response.status,
+        engine=meta.get("focus_engine") or "http",
+        fetched_at=_iso(fetched or time.time()),
+        depth=meta.get("depth", 0),
+        parent_url=link.get("parent_url"),
+        anchor=link.get("anchor"),
+        link_score=link.get("score"),
+        relevance=meta.get("focus_relevance"),
+        title=extraction.title if extraction else None,
+        author=extraction.author if extraction else None,
+        date=extraction.date if extraction else None,
+        language=extraction.language if extraction else None,
+        description=extraction.description if extraction else None,
+        markdown=extraction.markdown if extraction else "",
+        corpus_version=meta.get("focus_corpus_version"),
+        extraction=extraction,
+        extraction_failure=meta.get("focus_extraction_failure"),
+        extraction_error=meta.get("focus_extraction_error"),
+    )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,18 @@
+"""Extraction functions for FOCUS_EXTRACT_FUNCTION in tests (a documented extension
+point): they wrap the real extract_page and misbehave on chosen URLs, to produce
+failures that real HTML produces only unreliably (a hang, a crash)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from scrapy_focus.extract.page import Extraction, extract_page
+
+
+def hang_or_fail(body: bytes, url: str, content_type: str | None, options: Any) -> Extraction:
+    if "hang" in url:
+        time.sleep(3600)  # like trafilatura on adversarial HTML: never returns
+    if "crash" in url:
+        raise RuntimeError(f"extractor crashed on {url}")
+    return extract_page(body, url, content_type, options)
