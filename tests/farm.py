@@ -283,6 +283,8 @@ class Farm:
             return Page(b"", status=301, headers={"Location": target})
         if path.startswith("/graph/"):
             return self._graph(path)
+        if path.startswith("/contract/"):
+            return _contract_page(path[len("/contract/") :])
         return _not_found()
 
     def _graph(self, path: str) -> Page:
@@ -318,6 +320,38 @@ class Farm:
                 handler.wfile.write(page.body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client went away (a killed crawl): not the farm's problem
+
+
+def _contract_page(name: str) -> Page:
+    """Pages built to land in one state of the content contract each."""
+    if name == "short.html":
+        return Page(b"<html><head><title>Short</title></head><body><p>Hello.</p></body></html>")
+    if name == "shell.html":  # an SPA shell: no text until JavaScript runs
+        return Page(
+            b'<!DOCTYPE html><html><head><title>App</title><script src="/app.js"></script>'
+            b'</head><body><div id="root"></div></body></html>'
+        )
+    if name == "links.html":  # navigation only: lots of links, no article
+        items = "".join(
+            f'<li><a href="/articles/{n}.html">{WORDS[n % len(WORDS)]} '
+            f"{WORDS[(n * 7) % len(WORDS)]}</a></li>"
+            for n in range(150)
+        )
+        return Page(
+            f"<html><head><title>Sitemap</title></head><body><nav><ul>{items}"
+            "</ul></nav></body></html>".encode()
+        )
+    if name == "broken-jsonld.html":
+        html = article_html(901).replace(
+            "</head>",
+            '<script type="application/ld+json">{"@type": "Article", "headline": "X",}'
+            '</script><script type="application/ld+json">{not json at all</script></head>',
+        )
+        return Page(html.encode())
+    if name == "bad-bytes.html":  # declares UTF-8, contains Latin-1 and garbage bytes
+        html = article_html(902).encode().replace(b"<h1>", b"<h1>Caf\xe9 \xff\xfe ")
+        return Page(html, headers={"Content-Type": "text/html; charset=utf-8"})
+    return _not_found()
 
 
 def _not_found() -> Page:

@@ -64,3 +64,21 @@ def test_defaults_are_fresh_copies():
     first = focus_settings.defaults()
     first["FOCUS_TRACKING_PARAMS"].append("mutated")
     assert "mutated" not in focus_settings.defaults()["FOCUS_TRACKING_PARAMS"]
+
+
+def test_importing_scrapy_focus_installs_no_twisted_reactor():
+    # Scrapy picks the reactor (TWISTED_REACTOR); a module that imports
+    # twisted.internet.reactor at import time would install the default one first.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, pkgutil, importlib, scrapy_focus\n"
+        "for m in pkgutil.walk_packages(scrapy_focus.__path__, 'scrapy_focus.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print('twisted.internet.reactor' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.strip() == "False", result.stderr

@@ -70,7 +70,7 @@ def test_jsonl_export_has_one_line_per_page_or_per_version(crawled, farm):
     article = by_url[farm.url("/articles/3.html")]
     assert article["text"] == article_html(3, [4, 24])
     assert article["status"] == 200 and article["engine"] == "http"
-    assert len(article["content_hash"]) == 64
+    assert len(article["body_hash"]) == 64
     assert "body_base64" in by_url[farm.url("/binary.bin")]
 
 
@@ -107,6 +107,10 @@ def focus_corpus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_focus_corpus_command_stats_ls_show_export(crawled, farm, tmp_path):
+    accepted = focus_corpus("export", "--dir", str(crawled), cwd=tmp_path)
+    assert accepted.stdout == ""
+    assert "use --state all" in accepted.stderr  # this spider yields no page items
+
     stats = focus_corpus("stats", "--dir", str(crawled), cwd=tmp_path)
     assert stats.returncode == 0, stats.stderr
     assert "pages         13" in stats.stdout
@@ -122,7 +126,16 @@ def test_focus_corpus_command_stats_ls_show_export(crawled, farm, tmp_path):
 
     out = tmp_path / "out.warc.gz"
     export = focus_corpus(
-        "export", "--format", "warc", "-O", str(out), "--dir", str(crawled), cwd=tmp_path
+        "export",
+        "--format",
+        "warc",
+        "--state",
+        "all",
+        "-O",
+        str(out),
+        "--dir",
+        str(crawled),
+        cwd=tmp_path,
     )
     assert export.returncode == 0, export.stderr
     with out.open("rb") as stream:

@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
-from scrapy.utils.project import data_path
 
+from scrapy_focus.commands.location import add_corpus_options, corpus_path
 from scrapy_focus.corpus.db import CorpusError
-from scrapy_focus.corpus.export import export_jsonl, export_warc
+from scrapy_focus.corpus.export import export_jsonl, export_markdown, export_warc
 from scrapy_focus.corpus.reader import Corpus
 
 ACTIONS = ("stats", "ls", "show", "export")
@@ -37,19 +37,33 @@ class Command(ScrapyCommand):
             "  stats        pages, versions, distinct bodies, bytes on disk\n"
             "  ls           one line per page: last fetch, status, versions, URL\n"
             "  show URL     every version of one page (add --body to print the latest body)\n"
-            "  export       write pages as JSON Lines or WARC (--format, -o)\n\n"
+            "  export       write accepted pages (--state all: every page) as JSON Lines,\n"
+            "               Markdown files or WARC (--format, -O)\n\n"
             "The corpus is found with --dir, or inside a project with --spider NAME\n"
             "(<HTTPCACHE_DIR>/<NAME>), or as the only corpus in HTTPCACHE_DIR."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--dir", "-d", dest="corpus_dir", help="the crawl directory")
-        parser.add_argument("--spider", help="the spider whose corpus to open (in a project)")
+        add_corpus_options(parser)
         parser.add_argument(
-            "--format", choices=("jsonl", "warc"), default="jsonl", help="export format"
+            "--format",
+            choices=("jsonl", "markdown", "warc"),
+            default="jsonl",
+            help="export format",
         )
-        parser.add_argument("--output", "-O", dest="output", help="export file (default: stdout)")
+        parser.add_argument(
+            "--output",
+            "-O",
+            dest="output",
+            help="export file (a directory for markdown; jsonl default: stdout)",
+        )
+        parser.add_argument(
+            "--state",
+            choices=("accepted", "all"),
+            default="accepted",
+            help="export pages the content contract accepted (default), or every stored page",
+        )
         parser.add_argument(
             "--all-versions", action="store_true", help="export every version, not the latest"
         )
@@ -59,7 +73,7 @@ class Command(ScrapyCommand):
         if not args or args[0] not in ACTIONS:
             raise UsageError(f"the first argument must be one of {', '.join(ACTIONS)}")
         action, rest = args[0], args[1:]
-        path = self._corpus_path(opts)
+        path = corpus_path(self.settings, opts)
         try:
             corpus = Corpus(path)
         except CorpusError as exc:
@@ -75,25 +89,6 @@ class Command(ScrapyCommand):
                 self._show(corpus, rest[0], opts.body)
             else:
                 self._export(corpus, opts)
-
-    def _corpus_path(self, opts: argparse.Namespace) -> Path:
-        if opts.corpus_dir:
-            return Path(opts.corpus_dir)
-        assert self.settings is not None
-        cache_dir = Path(data_path(self.settings.get("HTTPCACHE_DIR") or "httpcache"))
-        if self.settings.get("FOCUS_CORPUS_DIR"):
-            return Path(data_path(self.settings["FOCUS_CORPUS_DIR"]))
-        if opts.spider:
-            return cache_dir / opts.spider
-        found = sorted(p.parent for p in cache_dir.glob("*/data.mdb"))
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            raise UsageError(f"no corpus under {cache_dir}; pass --dir DIR", print_help=False)
-        names = ", ".join(p.name for p in found)
-        raise UsageError(
-            f"several corpora under {cache_dir} ({names}); pass --spider NAME", print_help=False
-        )
 
     def _stats(self, corpus: Corpus) -> None:
         stats = corpus.stats()
@@ -137,17 +132,29 @@ class Command(ScrapyCommand):
             sys.stdout.buffer.write(b"\n")
 
     def _export(self, corpus: Corpus, opts: argparse.Namespace) -> None:
-        if opts.format == "warc":
-            if not opts.output:
-                raise UsageError("WARC export needs --output FILE.warc.gz", print_help=False)
+        accepted_only = opts.state == "accepted"
+        if opts.format in ("warc", "markdown") and not opts.output:
+            target = "FILE.warc.gz" if opts.format == "warc" else "DIRECTORY"
+            raise UsageError(f"{opts.format} export needs --output {target}", print_help=False)
+        if opts.format == "markdown":
+            if not accepted_only:
+                raise UsageError("markdown export is of accepted pages only", print_help=False)
+            count = export_markdown(corpus, Path(opts.output), opts.all_versions)
+        elif opts.format == "warc":
             with open(opts.output, "wb") as out:
-                count = export_warc(corpus, out, opts.all_versions)
+                count = export_warc(corpus, out, opts.all_versions, accepted_only)
         elif opts.output:
             with open(opts.output, "w", encoding="utf-8") as out:
-                count = export_jsonl(corpus, out, opts.all_versions)
+                count = export_jsonl(corpus, out, opts.all_versions, accepted_only)
         else:
-            count = export_jsonl(corpus, sys.stdout, opts.all_versions)
+            count = export_jsonl(corpus, sys.stdout, opts.all_versions, accepted_only)
         print(f"exported {count} records", file=sys.stderr)
+        if accepted_only and count == 0 and next(corpus.states(), None) is None:
+            print(
+                "no page has a content-contract verdict (the ContractPipeline did not run "
+                "for this corpus); use --state all to export every stored page",
+                file=sys.stderr,
+            )
 
 
 def _when(epoch: float) -> str:

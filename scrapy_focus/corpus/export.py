@@ -1,6 +1,8 @@
-"""Write a corpus out: JSON Lines (one line per page version) or WARC.
+"""Write a corpus out: JSON Lines, Markdown (a file per page) or WARC.
 
-Both take the latest version of each page by default, or every version with
+``accepted_only=True`` (the command's default) exports what the content
+contract accepted, with its page item; ``False`` exports every stored page.
+The latest version of each page by default, every version with
 ``all_versions=True``.  WARC files are written with warcio and read back by
 any WARC tool (warcio, pywb, ...).
 """
@@ -9,11 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from http import HTTPStatus
 from io import BytesIO
+from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 from scrapy.http import TextResponse
 from warcio.statusandheaders import StatusAndHeaders
@@ -22,18 +27,39 @@ from warcio.warcwriter import WARCWriter
 from scrapy_focus import __version__
 from scrapy_focus.corpus.reader import Corpus, Page, Version
 
+Selection = Iterator[tuple[Page, Version, dict[str, Any] | None]]
 
-def iter_versions(corpus: Corpus, all_versions: bool = False) -> Iterator[tuple[Page, Version]]:
+
+def iter_versions(
+    corpus: Corpus, all_versions: bool = False, accepted_only: bool = False
+) -> Selection:
+    """(page, version, accepted item or None) for every version to export."""
     for page in corpus:
-        if all_versions:
+        if accepted_only:
+            accepted = page.accepted()
+            for version, item in accepted if all_versions else accepted[-1:]:
+                yield page, version, item
+        elif all_versions:
             for version in page.versions():
-                yield page, version
+                yield page, version, None
         else:
-            yield page, page.latest()
+            yield page, page.latest(), None
 
 
-def version_record(page: Page, version: Version) -> dict[str, Any]:
-    """A JSON-ready dict of one version; text bodies as ``text``, others as ``body_base64``."""
+def version_record(
+    page: Page, version: Version, item: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A JSON-ready dict of one version.  With an accepted *item*: the item's fields
+    plus provenance; otherwise text bodies as ``text``, others as ``body_base64``."""
+    provenance = {
+        "version": version.index,
+        "body_hash": version.body_hash,
+        "fetched_at": _iso(version.fetched_at),
+        "first_fetched_at": _iso(version.first_fetched_at),
+        "fetch_count": version.fetch_count,
+    }
+    if item is not None:
+        return {**item, **provenance}
     response = page.response(version)
     record: dict[str, Any] = {
         "url": page.url,
@@ -41,11 +67,7 @@ def version_record(page: Page, version: Version) -> dict[str, Any]:
         "final_url": version.final_url,
         "status": version.status,
         "engine": version.engine,
-        "fetched_at": _iso(version.fetched_at),
-        "first_fetched_at": _iso(version.first_fetched_at),
-        "fetch_count": version.fetch_count,
-        "version": version.index,
-        "content_hash": version.body_hash,
+        **provenance,
         "content_type": response.headers.get(b"Content-Type", b"").decode("latin-1"),
         "headers": version.headers,
         "meta": version.meta,
@@ -58,16 +80,42 @@ def version_record(page: Page, version: Version) -> dict[str, Any]:
     return record
 
 
-def export_jsonl(corpus: Corpus, out: IO[str], all_versions: bool = False) -> int:
+def export_jsonl(
+    corpus: Corpus, out: IO[str], all_versions: bool = False, accepted_only: bool = False
+) -> int:
     """Write one JSON object per line; return how many were written."""
     count = 0
-    for page, version in iter_versions(corpus, all_versions):
-        out.write(json.dumps(version_record(page, version), ensure_ascii=False) + "\n")
+    for page, version, item in iter_versions(corpus, all_versions, accepted_only):
+        out.write(json.dumps(version_record(page, version, item), ensure_ascii=False) + "\n")
         count += 1
     return count
 
 
-def export_warc(corpus: Corpus, out: IO[bytes], all_versions: bool = False) -> int:
+def export_markdown(corpus: Corpus, directory: Path, all_versions: bool = False) -> int:
+    """One Markdown file per accepted page (version), with its fields as front matter.
+
+    Front-matter values are JSON scalars, which YAML reads as they are.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for page, version, item in iter_versions(corpus, all_versions, accepted_only=True):
+        assert item is not None
+        fields = {k: v for k, v in version_record(page, version, item).items() if k != "markdown"}
+        front = "\n".join(
+            f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items()
+        )
+        suffix = f"-v{version.index}" if all_versions else ""
+        name = f"{_slug(page.url)}-{page.fingerprint[:8]}{suffix}.md"
+        (directory / name).write_text(
+            f"---\n{front}\n---\n\n{item.get('markdown', '')}\n", encoding="utf-8"
+        )
+        count += 1
+    return count
+
+
+def export_warc(
+    corpus: Corpus, out: IO[bytes], all_versions: bool = False, accepted_only: bool = False
+) -> int:
     """Write one WARC ``response`` record per version (gzipped); return the count."""
     writer = WARCWriter(out, gzip=True)
     writer.write_record(
@@ -76,7 +124,7 @@ def export_warc(corpus: Corpus, out: IO[bytes], all_versions: bool = False) -> i
         )
     )
     count = 0
-    for page, version in iter_versions(corpus, all_versions):
+    for page, version, _item in iter_versions(corpus, all_versions, accepted_only):
         body = page.body(version)
         # The stored body is content-decoded: the HTTP headers must describe it.
         headers = [
@@ -106,6 +154,15 @@ def export_warc(corpus: Corpus, out: IO[bytes], all_versions: bool = False) -> i
         writer.write_record(record)
         count += 1
     return count
+
+
+def _slug(url: str) -> str:
+    parts = urlsplit(url)
+    text = f"{parts.hostname or ''}{parts.path}".strip("/")
+    return (_SLUG.sub("-", text).strip("-") or "page")[:80]
+
+
+_SLUG = re.compile(r"[^A-Za-z0-9]+")
 
 
 def _reason(status: int) -> str:

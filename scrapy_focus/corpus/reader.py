@@ -11,17 +11,27 @@ last committed snapshot.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scrapy.http import Response
 
-from scrapy_focus.corpus.db import CorpusDB, CorpusError, CorpusStats, PageRecord, Version
+from scrapy_focus.corpus.db import (
+    CorpusDB,
+    CorpusError,
+    CorpusStats,
+    PageRecord,
+    PageState,
+    QuarantineEntry,
+    Version,
+)
 from scrapy_focus.corpus.storage import response_from_version
 from scrapy_focus.urls import DEFAULT_TRACKING_PARAMS, TrackingParams, canonicalize_url
 
-__all__ = ["Corpus", "CorpusError", "Page", "Version"]
+__all__ = ["Corpus", "CorpusError", "Page", "PageState", "QuarantineEntry", "Version"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,23 @@ class Page:
         """The Scrapy response of *version* (default: the latest), as the cache serves it."""
         version = version or self.latest()
         return response_from_version(version, self.body(version))
+
+    def state(self) -> PageState | None:
+        """The content contract's verdict on this page (None if it never ran)."""
+        return self._db.state(bytes.fromhex(self.fingerprint))
+
+    def accepted(self) -> list[tuple[Version, dict[str, Any]]]:
+        """Accepted versions, oldest first, each with its page item as exported."""
+        state = self.state()
+        if state is None:
+            return []
+        versions = {version.index: version for version in self.versions()}
+        found = []
+        for index in state.accepted_versions:
+            raw = self._db.accepted_record(bytes.fromhex(self.fingerprint), index)
+            if raw is not None and index in versions:
+                found.append((versions[index], json.loads(raw)))
+        return found
 
 
 class Corpus:
@@ -94,6 +121,13 @@ class Corpus:
 
     def stats(self) -> CorpusStats:
         return self._db.stats()
+
+    def states(self) -> Iterator[PageState]:
+        """The content contract's verdict on every page it saw."""
+        return self._db.iter_states()
+
+    def quarantined(self) -> Iterator[QuarantineEntry]:
+        return self._db.quarantined()
 
     def _page(self, record: PageRecord) -> Page:
         return Page(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapy.utils.misc import load_object
-from twisted.internet import defer, reactor
+from twisted.internet import defer
 
 from scrapy_focus.extract.page import Extraction, ExtractOptions
 
@@ -117,6 +117,10 @@ class ExtractionPool:
     def submit(self, body: bytes, url: str, content_type: str | None) -> defer.Deferred:
         if self._pool is None:
             raise RuntimeError("ExtractionPool.submit() before start() or after close()")
+        # Imported here: importing twisted.internet.reactor at module level would
+        # install a reactor before Scrapy chooses one (TWISTED_REACTOR).
+        from twisted.internet import reactor
+
         started = time.monotonic()
         args = (self.function, body, url, content_type, self.options)
         result: defer.Deferred = defer.Deferred()
