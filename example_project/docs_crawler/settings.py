@@ -19,4 +19,7 @@ AUTOTHROTTLE_START_DELAY = 1.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
 
 FEED_EXPORT_ENCODING = "utf-8"
+# The add-on makes scrapy-focus's page fields the default feed fields; this
+# project exports its own items (docs_crawler.items.PageItem), every field.
+FEED_EXPORT_FIELDS = None
 LOG_LEVEL = "INFO"
