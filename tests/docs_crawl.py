@@ -1,0 +1,90 @@
+"""The crawl the docs read: a small site on 127.0.0.1, crawled with example_project/.
+
+Samples in README.md and docs/*.md find these fixtures in their namespace
+(the root conftest.py imports them and hands them to Sybil):
+
+``site``        base URL of the site, ``http://127.0.0.1:PORT``
+``project``     a copy of example_project/ that crawled it twice, a Path
+``corpus_dir``  that crawl's corpus, ``project/.scrapy/httpcache/docs``
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.farm import Farm
+
+EXAMPLE_PROJECT = Path(__file__).parent.parent / "example_project"
+
+# -- the crawl the docs read -----------------------------------------------------------
+
+INDEX = """<!DOCTYPE html><html><head><title>Example docs</title></head><body>
+<h1>Example docs</h1><ul>
+<li><a href="/guide/intro.html">Introduction</a></li>
+<li><a href="/guide/intro.html?utm_source=index#top">Introduction, again</a></li>
+<li><a href="/guide/install.html">Installation</a></li>
+<li><a href="/news.html">News</a></li>
+<li><a href="/same/a.html">A mirror</a> and <a href="/same/b.html">another</a></li>
+<li><a href="/gzip/page.html">A gzip-encoded page</a></li>
+<li><a href="https://elsewhere.invalid/">Another site</a></li>
+</ul></body></html>"""
+
+
+def _doc_page(title: str, text: str) -> str:
+    return (
+        f"<!DOCTYPE html><html><head><title>{title}</title></head>"
+        f'<body><h1>{title}</h1><p>{text}</p><a href="/">Home</a></body></html>'
+    )
+
+
+def _crawl(project: Path, site: str, *settings: str) -> None:
+    command = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"start_url={site}/"]
+    command += ["-O", "pages.jsonl", "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False"]
+    for setting in settings:
+        command += ["-s", setting]
+    proc = subprocess.run(
+        command, cwd=project, capture_output=True, text=True, timeout=120, check=False
+    )
+    if proc.returncode != 0 or "ERROR" in proc.stderr:
+        raise RuntimeError(f"the docs crawl failed ({proc.returncode}):\n{proc.stderr[-5000:]}")
+
+
+@pytest.fixture(scope="session")
+def docs_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """Serve a small site, crawl it twice with the example project; news.html changes between."""
+    project = tmp_path_factory.mktemp("docs") / "example_project"
+    shutil.copytree(
+        EXAMPLE_PROJECT, project, ignore=shutil.ignore_patterns(".scrapy", "pages.jsonl")
+    )
+    with Farm() as farm:
+        farm.set_page("/", INDEX)
+        farm.set_page("/guide/intro.html", _doc_page("Introduction", "What this is."))
+        farm.set_page("/guide/install.html", _doc_page("Installation", "pip install it."))
+        farm.set_page("/news.html", _doc_page("News", "Version 1.0 is out."))
+        _crawl(project, farm.base)
+        farm.set_page("/news.html", _doc_page("News", "Version 1.1 is out."))
+        time.sleep(1.1)  # let every cached page expire, so the second crawl refetches all
+        _crawl(project, farm.base, "HTTPCACHE_EXPIRATION_SECS=1")
+        yield farm.base, project
+
+
+@pytest.fixture(scope="session")
+def site(docs_crawl: tuple[str, Path]) -> str:
+    return docs_crawl[0]
+
+
+@pytest.fixture(scope="session")
+def project(docs_crawl: tuple[str, Path]) -> Path:
+    return docs_crawl[1]
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(project: Path) -> Path:
+    return project / ".scrapy" / "httpcache" / "docs"
