@@ -84,34 +84,39 @@ REAL_PAGE_SETS = ("wcxb-dev", "article-extraction-benchmark")  # in ../shared/da
 # tokens.  The report's calibration line compares their compression ratio with
 # real pages.
 
-_SYLLABLES = (  # noqa: SIM905
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+_SYLLABLES = _words(
     "the an re in er on at en ed es or ing al ar it is ic le ent ion ter con de com di "
     "per pro ex pre ma ca co mo po ta ti to la li lo na ne no ra ri ro sa se si so ve vi "
     "und ment tion ness able ful ly ous ive ate ize ist ure age ance ence ship ba be bi "
     "bo bu da do fa fe fi ga ge go ha he hi ho ja ka ke mi mu pa pe pi pu qua sta ste sti "
     "sto stra tra tre tri tro cha che chi sha she shi tha thi wa we wi"
-).split()
-_COMMON = (  # noqa: SIM905
+)
+_COMMON = _words(
     "the of and to a in is that for it as was with be by on not he this are or his from "
     "at which but have an they you were her she there been one all we their has would "
     "when if so no will more can who its also into only other than then some these may "
     "two about time up"
-).split()
-_CSS_PROPS = (  # noqa: SIM905
+)
+_CSS_PROPS = _words(
     "margin padding color background-color font-size line-height display border-radius "
     "max-width font-weight letter-spacing border-bottom gap flex-direction align-items "
     "justify-content position top left width height overflow text-decoration transition"
-).split()
-_CSS_VALUES = (  # noqa: SIM905
+)
+_CSS_VALUES = _words(
     "0 auto 1rem .5rem .25rem 2rem #1a1a1a #fff #f5f5f5 flex grid none 1.5 1.25 600 700 "
     "100% 50% 4px 8px 16px inherit block inline-block center space-between column "
     "relative absolute hidden underline .2s var(--accent) var(--gap)"
-).split()
-_JS_WORDS = (  # noqa: SIM905
+)
+_JS_WORDS = _words(
     "function return var let const if else for this new null true false typeof document "
     "window addEventListener querySelector length push forEach map prototype call apply "
     "Object Array Promise then catch setTimeout"
-).split()
+)
 _TAGS = ["news", "guide", "review", "analysis", "opinion", "video", "live", "explainer"]
 
 
@@ -738,12 +743,32 @@ class CrawlResult:
 
 
 def crawl_runs(workdir: Path) -> list[tuple[str, dict[str, Any]]]:
-    cache = str(workdir / "crawl-httpcache")
-    focus = {"ADDONS": {"scrapy_focus.Addon": 500}, "HTTPCACHE_DIR": cache}
+    """Plain Scrapy; the Addon as users enable it; the Addon with only the corpus on.
+
+    "Corpus only" switches off every other ``FOCUS_*_ENABLED`` component (extraction,
+    contract, ...), so the difference from plain Scrapy is the corpus and its
+    canonical fingerprints.
+    """
+    from scrapy_focus import settings as focus_defaults
+
+    addon = {"ADDONS": {"scrapy_focus.Addon": 500}}
+    full = {**addon, "HTTPCACHE_DIR": str(workdir / "crawl-httpcache")}
+    corpus_only = {
+        **addon,
+        "HTTPCACHE_DIR": str(workdir / "crawl-httpcache-corpus-only"),
+        **{
+            name: False
+            for name in focus_defaults.defaults()
+            if name.endswith("_ENABLED")
+            and name not in {"FOCUS_CORPUS_ENABLED", "FOCUS_CANONICAL_URLS_ENABLED"}
+        },
+    }
     return [
         ("plain Scrapy, no cache", {}),
-        ("scrapy-focus Addon, first run", focus),
-        ("scrapy-focus Addon, second run (from cache)", focus),
+        ("scrapy-focus Addon, first run", full),
+        ("scrapy-focus Addon, second run (from cache)", full),
+        ("Addon with only the corpus on, first run", corpus_only),
+        ("Addon with only the corpus on, second run (from cache)", corpus_only),
     ]
 
 
@@ -1000,7 +1025,8 @@ def report(
             "from `/graph/0.html`, CONCURRENT_REQUESTS = CONCURRENT_REQUESTS_PER_DOMAIN = 32, "
             "LOG_LEVEL=WARNING, no robots.txt. Pages/s over the whole process (start-up "
             "included) and over the crawl itself (spider open to close). Farm: a "
-            "ThreadingHTTPServer in the benchmark process.",
+            "ThreadingHTTPServer in the benchmark process. Second runs use the first run's "
+            f"HTTPCACHE_DIR. Corpus only: {_corpus_only_note()}.",
             "",
             _table(
                 [
@@ -1021,7 +1047,7 @@ def report(
                         f"{r.pages:,}",
                         f"{r.wall_s:.1f}",
                         f"{r.rate():,.0f}",
-                        _x(r.rate() / plain.rate()),
+                        _x(r.rate() / plain.rate()) if plain.pages else "?",
                         f"{r.crawl_rate():,.0f}",
                         _x(r.crawl_rate() / plain.crawl_rate()) if plain.crawl_rate() else "?",
                         f"{r.crawler_cpu_s / r.wall_s:.0%}",
@@ -1032,7 +1058,8 @@ def report(
                 ],
             ),
             "",
-            "CPU columns: CPU seconds / wall seconds (100% = one core). "
+            "CPU columns: CPU seconds / wall seconds (100% = one core); the crawler's "
+            "includes the worker processes it started and waited for. "
             + (
                 "The farm used close to a full core in some run: it may be the bottleneck there."
                 if farm_busy > 0.85
@@ -1045,6 +1072,18 @@ def report(
         if failed:
             out += [f"Crawls that failed: {', '.join(failed)}", ""]
     return "\n".join(out)
+
+
+def _corpus_only_note() -> str:
+    from scrapy_focus import settings as focus_defaults
+
+    off = [
+        name
+        for name in focus_defaults.defaults()
+        if name.endswith("_ENABLED")
+        and name not in {"FOCUS_CORPUS_ENABLED", "FOCUS_CANONICAL_URLS_ENABLED"}
+    ]
+    return ", ".join(f"{name}=False" for name in off) or "nothing else to switch off"
 
 
 def _goals(storage: list[StorageResult]) -> list[str]:
