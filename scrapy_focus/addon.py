@@ -26,6 +26,10 @@ FINGERPRINTER = "scrapy_focus.urls.CanonicalRequestFingerprinter"
 EXTRACTION_MIDDLEWARE = ("scrapy_focus.extract.middleware.ExtractionMiddleware", 585)
 REQUEUE_MIDDLEWARE = ("scrapy_focus.corpus.requeue.CorpusRequeueMiddleware", 40)
 # Before the user's pipelines (300+ by convention), so they see verdicts.
+SCHEDULER = "scrapy_focus.frontier.scheduler.FocusScheduler"
+# Low: it sees the requests other spider middlewares kept (depth, offsite, ...).
+LINK_CONTEXT_MIDDLEWARE = ("scrapy_focus.frontier.context.LinkContextMiddleware", 100)
+LOG_EXTENSION = ("scrapy_focus.frontier.logstats.FocusLogStats", 0)
 CONFIDENCE_PIPELINE = ("scrapy_focus.pipelines.ConfidencePipeline", 100)
 CONTRACT_PIPELINE = ("scrapy_focus.pipelines.ContractPipeline", 110)
 
@@ -46,6 +50,11 @@ class Addon:
 
         if settings.getbool("FOCUS_EXTRACT_ENABLED"):
             _add_component(settings, "DOWNLOADER_MIDDLEWARES", *EXTRACTION_MIDDLEWARE)
+
+        if settings.getbool("FOCUS_FRONTIER_ENABLED"):
+            settings.set("SCHEDULER", SCHEDULER, priority=PRIORITY)
+            _add_component(settings, "SPIDER_MIDDLEWARES", *LINK_CONTEXT_MIDDLEWARE)
+            _add_component(settings, "EXTENSIONS", *LOG_EXTENSION)
 
         if settings.getbool("FOCUS_CONTRACT_ENABLED"):
             _add_component(settings, "ITEM_PIPELINES", *CONFIDENCE_PIPELINE)

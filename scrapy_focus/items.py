@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urldefrag
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -79,6 +80,7 @@ def page_item(response: Response) -> PageItem:
     link = meta.get("focus") or {}
     fetched = meta.get("cache_timestamp") if "cached" in response.flags else None
     request_url = response.request.url if response.request is not None else response.url
+    request_url = urldefrag(request_url)[0]  # a fragment is not part of what was fetched
     return PageItem(
         url=request_url,
         final_url=response.url,

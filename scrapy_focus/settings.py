@@ -119,6 +119,61 @@ FOCUS_RECRAWL_GROW = 1.5
 FOCUS_RECRAWL_SHRINK = 0.5
 
 
+# -- the focused frontier (scrapy_focus.frontier) ---------------------------------------
+
+#: FocusScheduler as SCHEDULER, LinkContextMiddleware, the periodic focus log line.
+FOCUS_FRONTIER_ENABLED = True
+#: What the crawl is about: a query or a paragraph.  Empty: no topic, the
+#: frontier is a polite breadth-first scheduler.
+FOCUS_TOPIC = ""
+#: On-topic examples: texts, or URLs fetched first whose text joins the topic.
+FOCUS_TOPIC_EXAMPLES: list[str] = []
+#: Dotted path to ``(extraction) -> float in [0, 1]`` replacing page relevance.
+FOCUS_PAGE_CLASSIFIER: str | None = None
+#: Page relevance is cos / (cos + FOCUS_RELEVANCE_SCALE), cos being the page's
+#: cosine with the topic: a page at this cosine scores 0.5.
+FOCUS_RELEVANCE_SCALE = 0.15
+#: Seeds for FocusSpider and ``scrapy focus-crawl``.
+FOCUS_SEEDS: list[str] = []
+#: Do not follow links of pages below the relevance threshold (default: follow
+#: them with lower scores, "soft focus").
+FOCUS_HARD_FOCUS = False
+#: Shark-search decay of the score a relevant page hands down to its links.
+FOCUS_INHERIT_DECAY = 0.5
+#: Stop conditions (0: off).  FOCUS_DEADLINE is in seconds.
+FOCUS_MAX_PAGES = 0
+FOCUS_MAX_RELEVANT_PAGES = 0
+FOCUS_DEADLINE = 0.0
+#: Saturation stop: the best frontier score stayed below FOCUS_SATURATION_SCORE
+#: for FOCUS_SATURATION_PAGES dequeues in a row.
+FOCUS_SATURATION_SCORE = 0.0
+FOCUS_SATURATION_PAGES = 0
+#: Scope.  Allowed domains match subdomains too; empty: the spider's
+#: ``allowed_domains``, else the seeds' hosts (FOCUS_SEED_SCOPE "host"), their
+#: registered domains ("domain"), or anything ("any").
+FOCUS_ALLOWED_DOMAINS: list[str] = []
+FOCUS_SEED_SCOPE = "host"
+FOCUS_ALLOWED_PATHS: list[str] = []
+FOCUS_DENY: list[str] = []  # URL regexes
+FOCUS_SCHEMES: list[str] = ["http", "https"]
+FOCUS_MAX_DEPTH = 0  # 0: DEPTH_LIMIT, or unlimited
+#: Crawler-trap guards.
+FOCUS_MAX_URL_LENGTH = 2048
+FOCUS_MAX_REPEATED_SEGMENT = 2
+FOCUS_MAX_QUERY_PARAMS = 12
+FOCUS_MAX_QUERY_VARIANTS = 200  # distinct query strings per path
+FOCUS_MAX_PAGES_PER_HOST = 0  # 0: unlimited
+#: Re-score pending links after the link model moved this much (sum of |Δw|),
+#: at most this many entries at a time.
+FOCUS_RESCORE_DRIFT = 5.0
+FOCUS_RESCORE_WINDOW = 2000
+#: Backoff after 429/503 without Retry-After: doubles from BASE up to MAX seconds.
+FOCUS_BASE_BACKOFF = 5.0
+FOCUS_MAX_BACKOFF = 600.0
+#: Seconds between two "focus:" log lines (harvest rate, frontier size); 0: off.
+FOCUS_LOG_INTERVAL = 30.0
+
+
 def defaults() -> dict[str, Any]:
     """All ``FOCUS_*`` defaults as a dict (a fresh copy: lists can be mutated)."""
     return {

@@ -1,4 +1,4 @@
-"""Canonical URLs and the fingerprint every scrapy-focus component keys pages by.
+"""Canonical URLs, the fingerprint every component keys pages by, and scope rules.
 
 One URL, one page: ``HTTP://Example.com:80/a?utm_source=x&b=2&a=1#top`` and
 ``http://example.com/a?a=1&b=2`` are the same page, so they get the same
@@ -8,7 +8,11 @@ fingerprint, the same corpus entry and one fetch.
 from __future__ import annotations
 
 import hashlib
+import re
+import time
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -126,3 +130,69 @@ class CanonicalRequestFingerprinter:
 
     def fingerprint(self, request: Request) -> bytes:
         return url_fingerprint(self.canonical_url(request), request.method, request.body)
+
+
+# -- scope -----------------------------------------------------------------------------
+
+# A date in a URL: 2031/05, 2031-05-17, ?year=2031 (an endless calendar links to each).
+_DATE = re.compile(r"(?<!\d)(\d{4})[-/_.](?:0?[1-9]|1[0-2])(?!\d)|\byears?=(\d{4})(?!\d)", re.I)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which URLs a crawl may fetch, and the crawler-trap guards.
+
+    Stateless rules only; the counting guards (pages per host, query variants
+    per path) live in the scheduler, which sees every URL.
+    """
+
+    allowed_domains: tuple[str, ...] = ()  # empty: any; entries match subdomains too
+    allowed_paths: tuple[str, ...] = ()  # path prefixes; empty: any
+    denied: tuple[re.Pattern[str], ...] = ()  # URL regexes that are never fetched
+    schemes: tuple[str, ...] = ("http", "https")
+    max_depth: int = 0  # 0: unlimited
+    max_url_length: int = 2048
+    max_repeated_segment: int = 2  # a path segment repeated more often is a trap
+    max_path_segments: int = 20
+    max_query_params: int = 12
+    years: tuple[int, int] = (1970, time.gmtime().tm_year + 2)  # outside: calendar trap
+
+    def with_domain(self, host: str) -> Scope:
+        if host in self.allowed_domains:
+            return self
+        return replace(self, allowed_domains=(*self.allowed_domains, host))
+
+    def rejection(self, url: str, depth: int = 0) -> str | None:
+        """Why *url* is out of scope or a trap, or None if it may be fetched."""
+        if len(url) > self.max_url_length:
+            return "url-too-long"
+        parts = urlsplit(url)
+        if parts.scheme not in self.schemes:
+            return "scheme"
+        host = (parts.hostname or "").lower()
+        if self.allowed_domains and not any(
+            host == domain or host.endswith("." + domain) for domain in self.allowed_domains
+        ):
+            return "off-domain"
+        if self.allowed_paths and not parts.path.startswith(self.allowed_paths):
+            return "off-path"
+        if any(pattern.search(url) for pattern in self.denied):
+            return "denied"
+        if self.max_depth and depth > self.max_depth:
+            return "too-deep"
+        segments = [s for s in parts.path.split("/") if s]
+        if len(segments) > self.max_path_segments:
+            return "trap-path-depth"
+        if segments and max(Counter(segments).values()) > self.max_repeated_segment:
+            return "trap-repeated-segment"
+        if parts.query and parts.query.count("&") + 1 > self.max_query_params:
+            return "trap-query-params"
+        low, high = self.years
+        for in_path, in_query in _DATE.findall(f"{parts.path}?{parts.query}"):
+            if not low <= int(in_path or in_query) <= high:
+                return "trap-calendar"
+        return None
+
+
+def host_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()

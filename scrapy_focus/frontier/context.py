@@ -1,0 +1,184 @@
+"""``LinkContextMiddleware``: what the frontier knows about each link it is offered.
+
+A spider middleware, so any spider gains it:
+
+* before the callback, it scores the page's relevance (once, from the
+  extraction in ``response.meta``), stores it in ``response.meta
+  ["focus_relevance"]``, teaches the link model what the link that led here
+  was worth, and sends :data:`~scrapy_focus.signals.page_scored`;
+* for every request the callback yields, it fills ``request.meta["focus"]``
+  (a :class:`~scrapy_focus.frontier.relevance.LinkContext`): anchor text,
+  title/alt, the text around the link, the nearest heading (found in the parent
+  page when the spider did not say), the parent's URL and relevance, the
+  shark-search inheritance and the distance from the last relevant ancestor;
+* page items without a relevance get it;
+* when the callback's output is exhausted it sends
+  :data:`~scrapy_focus.signals.page_done`, which releases the frontier's
+  lease on the request.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response, TextResponse
+
+from scrapy_focus import signals as focus_signals
+from scrapy_focus.frontier.relevance import FocusModel, LinkContext, model_for
+from scrapy_focus.items import PageItem
+from scrapy_focus.urls import canonicalize_url
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+_SPACES = re.compile(r"\s+")
+_BLOCKS = frozenset("p li td th dd dt div section article nav header footer aside".split())
+_HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
+CONTEXT_CHARS = 240
+
+
+def anchors_of(response: TextResponse) -> dict[str, dict[str, str]]:
+    """Canonical URL → anchor, title, context and heading, for every ``<a href>``.
+
+    One pass over the tree the response already parsed (``response.selector``);
+    the first anchor pointing at a URL wins.
+    """
+    found: dict[str, dict[str, str]] = {}
+    try:
+        root = response.selector.root
+    except Exception:  # not HTML after all, or unparsable
+        return found
+    heading = ""
+    for element in root.iter():
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if tag in _HEADINGS:
+            heading = _text(element)[:200]
+        elif tag == "a":
+            href = element.get("href")
+            if not href or href.startswith(("#", "javascript:", "mailto:")):
+                continue
+            try:
+                url = canonicalize_url(response.urljoin(href.strip()))
+            except ValueError:
+                continue
+            if url in found:
+                continue
+            images = " ".join(img.get("alt") or "" for img in element.iter("img"))
+            found[url] = {
+                "anchor": _text(element)[:300],
+                "title": f"{element.get('title') or ''} {images}".strip()[:300],
+                "context": _context(element),
+                "heading": heading,
+            }
+    return found
+
+
+def _text(element: Any) -> str:
+    return _SPACES.sub(" ", element.text_content()).strip()
+
+
+def _context(element: Any) -> str:
+    block = element.getparent()
+    while block is not None and block.tag not in _BLOCKS:
+        block = block.getparent()
+    if block is None:
+        return ""
+    text = _text(block)
+    return text[:CONTEXT_CHARS]
+
+
+class LinkContextMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("FOCUS_FRONTIER_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.model: FocusModel = model_for(crawler)
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        # Example pages of the topic are fetched first; their text joins the topic.
+        for url in self.model.example_urls:
+            yield Request(url, dont_filter=True, priority=1000, meta={"focus_example": True})
+        async for item_or_request in start:
+            yield item_or_request
+
+    def process_spider_input(self, response: Response, spider: Any = None) -> None:
+        meta = response.meta
+        if "focus_relevance" in meta:
+            return
+        extraction = meta.get("focus_extraction")
+        if meta.get("focus_example") and extraction is not None and self.model.topic:
+            self.model.topic.add_example(f"{extraction.title or ''} {extraction.text}")
+        relevance = self.model.page_relevance(extraction) if self.model.focused else None
+        meta["focus_relevance"] = relevance
+        link = meta.get("focus")
+        if relevance is not None and link and link.get("parent_url") and self.model.scorer:
+            self.model.scorer.learn(LinkContext.from_meta(link), relevance)
+        self.crawler.signals.send_catch_log(
+            focus_signals.page_scored, response=response, relevance=relevance
+        )
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        anchors: dict[str, dict[str, str]] | None = None
+        try:
+            async for entry in result:
+                if isinstance(entry, Request):
+                    if anchors is None:
+                        anchors = anchors_of(response) if isinstance(response, TextResponse) else {}
+                    self._attach(entry, response, anchors)
+                elif isinstance(entry, PageItem) and entry.relevance is None:
+                    entry.relevance = response.meta.get("focus_relevance")
+                yield entry
+        finally:
+            self._done(response)
+
+    def process_spider_exception(
+        self, response: Response, exception: Exception, spider: Any = None
+    ) -> Iterable[Any] | None:
+        self._done(response)
+        return None
+
+    def _done(self, response: Response) -> None:
+        if response.request is not None:
+            self.crawler.signals.send_catch_log(focus_signals.page_done, request=response.request)
+
+    def _attach(self, request: Request, response: Response, anchors: dict) -> None:
+        given = request.meta.get("focus") or {}
+        if given.get("parent_url"):
+            return  # already described (a re-issued request keeps its context)
+        found = anchors.get(canonicalize_url(request.url), {})
+        parent = response.meta.get("focus") or {}
+        relevance = response.meta.get("focus_relevance")
+        relevant = relevance is not None and relevance >= self.model.threshold
+        inherited = 0.0
+        link = LinkContext(
+            url=request.url,
+            anchor=given.get("anchor") or found.get("anchor", ""),
+            title=given.get("title") or found.get("title", ""),
+            context=given.get("context") or found.get("context", ""),
+            heading=given.get("heading") or found.get("heading", ""),
+            parent_url=response.url,
+            parent_relevance=relevance,
+            parent_inherited=parent.get("inherited", 0.0),
+            depth=response.meta.get("depth", 0) + 1,
+            distance=0 if relevant else int(parent.get("distance", 0)) + 1,
+        )
+        if self.model.scorer is not None:
+            inherited = self.model.scorer.inherited(link)
+        meta = link.to_meta()
+        meta["inherited"] = inherited
+        request.meta["focus"] = meta

@@ -1,0 +1,57 @@
+"""``FocusLogStats``: a periodic log line with the harvest rate and the frontier size."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+
+class FocusLogStats:
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.task: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        interval = crawler.settings.getfloat("FOCUS_LOG_INTERVAL", 30.0)
+        if not interval or not crawler.settings.getbool("FOCUS_FRONTIER_ENABLED"):
+            raise NotConfigured
+        extension = cls(crawler, interval)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self, spider: Any = None) -> None:
+        from twisted.internet import task
+
+        self.task = task.LoopingCall(self.log)
+        self.task.start(self.interval, now=False)
+
+    def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self.task is not None and self.task.running:
+            self.task.stop()
+        self.log()
+
+    def log(self) -> None:
+        stats = self.crawler.stats
+        fetched = stats.get_value("focus/pages_fetched", 0)
+        relevant = stats.get_value("focus/relevant_pages", 0)
+        logger.info(
+            "focus: %d pages fetched, %d relevant (harvest rate %.2f), frontier %d pending, "
+            "%d rejected links",
+            fetched,
+            relevant,
+            relevant / fetched if fetched else 0.0,
+            stats.get_value("focus/frontier/size", 0),
+            stats.get_value("focus/frontier/rejected_link", 0),
+        )

@@ -1,0 +1,192 @@
+"""Per-host readiness: when may a host receive its next request?
+
+Contract of :meth:`Politeness.ready_at`: the earliest time (``time.monotonic``)
+at which the scheduler may hand out a request for *host*:
+
+* not before ``last request + delay``, where delay is the host's
+  ``DOWNLOAD_SLOTS`` delay, else ``DOWNLOAD_DELAY``, raised to the robots.txt
+  ``Crawl-delay`` when ``ROBOTSTXT_OBEY`` found one;
+* not while ``per-host concurrency`` requests are in flight;
+* not before a backoff ends (429/503 with ``Retry-After``, else exponential,
+  bounded by ``FOCUS_MAX_BACKOFF``).  The engine ladder shares this object
+  (:func:`politeness_for`) so both back off from the same host state.
+
+"Last request" is when a request reached the downloader (a page served from
+the corpus never touches the host, so it does not count).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+@dataclass(frozen=True)
+class PolitenessConfig:
+    delay: float = 0.0
+    concurrency: int = 8
+    slots: dict[str, dict[str, Any]] = field(default_factory=dict)  # DOWNLOAD_SLOTS
+    in_flight_timeout: float = 180.0 + 30.0  # DOWNLOAD_TIMEOUT + margin: leaked leases expire
+    base_backoff: float = 5.0
+    max_backoff: float = 600.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PolitenessConfig:
+        settings = crawler.settings
+        return cls(
+            delay=settings.getfloat("DOWNLOAD_DELAY"),
+            concurrency=max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8)),
+            slots=settings.getdict("DOWNLOAD_SLOTS"),
+            in_flight_timeout=settings.getfloat("DOWNLOAD_TIMEOUT", 180) + 30,
+            base_backoff=settings.getfloat("FOCUS_BASE_BACKOFF", 5.0),
+            max_backoff=settings.getfloat("FOCUS_MAX_BACKOFF", 600.0),
+        )
+
+
+@dataclass
+class HostState:
+    last_request: float = -math.inf
+    in_flight: dict[int, float] = field(default_factory=dict)  # id(request) → dispatch time
+    backoff_until: float = -math.inf
+    backoff_level: int = 0
+    crawl_delay: float | None = None
+
+
+class Politeness:
+    def __init__(
+        self,
+        config: PolitenessConfig,
+        crawl_delay: Callable[[str], float | None] = lambda host: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._crawl_delay = crawl_delay
+        self.clock = clock
+        self.hosts: dict[str, HostState] = {}
+
+    def _host(self, host: str) -> HostState:
+        state = self.hosts.get(host)
+        if state is None:
+            state = self.hosts[host] = HostState()
+        return state
+
+    def delay(self, host: str) -> float:
+        state = self._host(host)
+        if state.crawl_delay is None:
+            state.crawl_delay = self._crawl_delay(host)
+        slot = self.config.slots.get(host) or {}
+        delay = float(slot.get("delay", self.config.delay))
+        return max(delay, state.crawl_delay or 0.0)
+
+    def concurrency(self, host: str) -> int:
+        slot = self.config.slots.get(host) or {}
+        return int(slot.get("concurrency", self.config.concurrency))
+
+    def ready_at(self, host: str) -> float:
+        state = self._host(host)
+        now = self.clock()
+        expired = [
+            key for key, t in state.in_flight.items() if now - t > self.config.in_flight_timeout
+        ]
+        for key in expired:
+            del state.in_flight[key]
+        if len(state.in_flight) >= self.concurrency(host):
+            return math.inf  # until a request to this host finishes
+        return max(state.last_request + self.delay(host), state.backoff_until)
+
+    def is_ready(self, host: str) -> bool:
+        return self.ready_at(host) <= self.clock()
+
+    # -- the life of a request
+
+    def dispatched(self, host: str, request_id: int) -> None:
+        state = self._host(host)
+        state.in_flight[request_id] = self.clock()
+        if self.delay(host) > 0:
+            # Reserve the slot now: the request reaches the downloader within
+            # this reactor turn, or comes back from the corpus without a fetch.
+            state.last_request = self.clock()
+
+    def reached_downloader(self, host: str) -> None:
+        self._host(host).last_request = self.clock()
+
+    def finished(self, host: str, request_id: int) -> bool:
+        """A dispatched request is done; True if it was in flight (first report wins)."""
+        return self._host(host).in_flight.pop(request_id, None) is not None
+
+    # -- backoff
+
+    def backoff(self, host: str, retry_after: float | None = None) -> float:
+        """Hold *host*: for *retry_after* seconds if the server said so, else
+        exponentially longer at each consecutive call.  Returns the wait."""
+        state = self._host(host)
+        state.backoff_level += 1
+        if retry_after is None:
+            wait = self.config.base_backoff * 2 ** (state.backoff_level - 1)
+        else:
+            wait = retry_after
+        wait = max(0.0, min(wait, self.config.max_backoff))
+        state.backoff_until = max(state.backoff_until, self.clock() + wait)
+        return wait
+
+    def recovered(self, host: str) -> None:
+        self._host(host).backoff_level = 0
+
+
+def parse_retry_after(value: bytes | str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    text = text.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment is None:
+        return None
+    return max(0.0, moment.timestamp() - (now if now is not None else time.time()))
+
+
+def robots_crawl_delay(crawler: Crawler) -> Callable[[str], float | None]:
+    """Look up robots.txt Crawl-delay in Scrapy's own RobotsTxtMiddleware, which
+    already fetched and parsed it (no second fetch).  Reads its parser cache;
+    returns None until robots.txt of that host is parsed."""
+    user_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get("USER_AGENT")
+
+    def lookup(host: str) -> float | None:
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY") or crawler.engine is None:
+            return None
+        from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+        for middleware in crawler.engine.downloader.middleware.middlewares:
+            if isinstance(middleware, RobotsTxtMiddleware):
+                for netloc, parser in getattr(middleware, "_parsers", {}).items():
+                    if netloc.split(":")[0] == host and hasattr(parser, "rp"):
+                        delay = parser.rp.crawl_delay(user_agent or "*")
+                        return float(delay) if delay else 0.0  # parsed: no delay
+        return None
+
+    return lookup
+
+
+_SHARED: WeakKeyDictionary[Any, Politeness] = WeakKeyDictionary()
+
+
+def politeness_for(crawler: Crawler) -> Politeness:
+    """The crawler's one Politeness, shared by the scheduler and the engine ladder."""
+    if crawler not in _SHARED:
+        _SHARED[crawler] = Politeness(
+            PolitenessConfig.from_crawler(crawler), robots_crawl_delay(crawler)
+        )
+    return _SHARED[crawler]

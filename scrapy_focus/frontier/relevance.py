@@ -1,0 +1,397 @@
+"""The topic model: page relevance, link scoring and the online link model.
+
+Everything here is a pure computation on text and numbers, testable without a
+crawl.  The scheduler and the link-context middleware are its only callers.
+
+* :class:`Topic` turns the user's topic text (and example pages) into a
+  weighted term profile; IDF statistics are learned from the pages the crawl
+  reads, so common words of *this* site stop counting as topical.
+* :meth:`Topic.page_relevance` scores a page in [0, 1] from its title,
+  headings and main text.
+* :class:`LinkScorer` scores a link in [0, 1]: a prior (topic similarity of its
+  anchor, context and URL tokens, the parent's relevance and a shark-search
+  inherited score) blended with an online logistic model over hashed features,
+  trained as the children's relevance becomes known.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+from weakref import WeakKeyDictionary
+
+import snowballstemmer
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    also may might must shall use used using one two new see via within without www http https
+    html htm php asp aspx index com org net page pages""".split()
+)
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@functools.lru_cache(maxsize=500_000)
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased, stemmed words of *text*, without stop words and one-letter words."""
+    out = []
+    for word in _WORD.findall(_CAMEL.sub(" ", text)):
+        word = word.lower()
+        if len(word) < 2 or word in STOP_WORDS or word.isdigit():
+            continue
+        out.append(_stem(word))
+    return out
+
+
+def url_terms(url: str) -> list[str]:
+    """Terms of a URL's path and query (not its host: every link of a site shares it)."""
+    parts = urlsplit(url)
+    return terms(unquote(f"{parts.path} {parts.query}").replace("-", " ").replace(".", " "))
+
+
+# -- the topic -------------------------------------------------------------------------
+
+
+class Topic:
+    """A weighted term profile of what the user asked for, with learned IDF."""
+
+    def __init__(self, text: str, examples: Iterable[str] = (), scale: float = 0.15) -> None:
+        self.text = text
+        self.scale = scale
+        self._query = Counter(terms(text))
+        self._examples: Counter[str] = Counter()
+        self.doc_count = 0
+        self.doc_freq: Counter[str] = Counter()
+        self._profile: tuple[int, dict[str, float], float] | None = None
+        for example in examples:
+            self.add_example(example)
+        if not self._query and not self._examples:
+            raise ValueError("FOCUS_TOPIC has no usable words; describe the topic in a sentence")
+
+    def add_example(self, text: str) -> None:
+        """An on-topic page: its frequent terms join the profile, at lower weight."""
+        counts = Counter(terms(text))
+        for term, _ in counts.most_common(50):
+            self._examples[term] += 1
+        self._profile = None
+
+    def observe(self, page_terms: Iterable[str]) -> None:
+        """Count a crawled page's distinct terms for IDF."""
+        self.doc_count += 1
+        self.doc_freq.update(set(page_terms))
+
+    def idf(self, term: str) -> float:
+        # Smoothed, and 1.0 before any page was read, so early scores are sane.
+        return math.log((self.doc_count + 2) / (self.doc_freq.get(term, 0) + 1)) + 1.0
+
+    def profile(self) -> dict[str, float]:
+        return self._cached_profile()[0]
+
+    def _cached_profile(self) -> tuple[dict[str, float], float]:
+        # IDF drifts slowly: recompute the weighted profile every 32 pages read.
+        generation = self.doc_count // 32
+        if self._profile is None or self._profile[0] != generation:
+            weights = self._weights()
+            norm = math.sqrt(sum(w * w for w in weights.values()))
+            self._profile = (generation, weights, norm)
+        return self._profile[1], self._profile[2]
+
+    def _weights(self) -> dict[str, float]:
+        weights: dict[str, float] = {}
+        for term, count in self._query.items():
+            weights[term] = weights.get(term, 0.0) + 1.0 + math.log(count)
+        if self._examples:
+            top = max(self._examples.values())
+            for term, count in self._examples.items():
+                weights[term] = weights.get(term, 0.0) + 0.5 * count / top
+        return {term: weight * self.idf(term) for term, weight in weights.items()}
+
+    def similarity(self, text_terms: Iterable[str]) -> float:
+        """Cosine of IDF-weighted term vectors, in [0, 1]."""
+        counts = Counter(text_terms)
+        if not counts:
+            return 0.0
+        profile, norm_topic = self._cached_profile()
+        dot = 0.0
+        norm_doc = 0.0
+        for term, count in counts.items():
+            weight = (1.0 + math.log(count)) * self.idf(term)
+            norm_doc += weight * weight
+            if term in profile:
+                dot += weight * profile[term]
+        if not dot or not norm_topic:
+            return 0.0
+        return dot / (math.sqrt(norm_doc) * norm_topic)
+
+    def coverage(self, text_terms: Iterable[str]) -> float:
+        """IDF-weighted share of the topic's query terms present in *text_terms*."""
+        present = set(text_terms)
+        total = covered = 0.0
+        for term in self._query or self._examples:
+            weight = self.idf(term)
+            total += weight
+            if term in present:
+                covered += weight
+        return covered / total if total else 0.0
+
+    def page_relevance(self, title: str, headings: Iterable[str], text: str) -> float:
+        """How much a page is about the topic, in [0, 1].
+
+        The cosine of the page (title weighted 3, headings 2, main text 1) with
+        the topic profile, mapped by ``cos / (cos + scale)``: a page at
+        ``scale`` scores 0.5, the default relevance threshold.  On the Python
+        docs, pages of a topic's own section sit at cosines of 0.15 to 0.4, the
+        rest below 0.1 (docs/frontier.md).
+        """
+        title_terms = terms(title or "")
+        heading_terms = terms(" ".join(headings))
+        body_terms = terms(text[:50_000])
+        self.observe([*title_terms, *heading_terms, *body_terms])
+        cosine = self.similarity([*title_terms * 3, *heading_terms * 2, *body_terms])
+        return cosine / (cosine + self.scale) if cosine > 0 else 0.0
+
+
+# -- links -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinkContext:
+    """What is known about a link when it is discovered (``request.meta["focus"]``)."""
+
+    url: str
+    anchor: str = ""
+    title: str = ""  # title / alt attributes
+    context: str = ""  # text around the link
+    heading: str = ""  # the nearest heading before it
+    parent_url: str | None = None
+    parent_relevance: float | None = None
+    parent_inherited: float = 0.0  # shark-search inherited score of the parent
+    depth: int = 0
+    distance: int = 0  # links since the last relevant ancestor
+    score: float | None = None
+
+    def to_meta(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any]) -> LinkContext:
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in meta.items() if key in known})
+
+
+@dataclass
+class LinkModel:
+    """Online logistic regression over hashed link features (as ACHE's link classifier).
+
+    ``update`` takes one labelled example (features of a link, and whether the
+    page it led to was relevant); ``predict`` gives P(relevant).  Plain Python
+    over a fixed-size weight array: per link, microseconds.
+    """
+
+    buckets: int = 1 << 18
+    learning_rate: float = 0.1
+    l2: float = 1e-5
+    weights: list[float] = field(default_factory=list)
+    bias: float = 0.0
+    updates: int = 0
+    drift: float = 0.0  # accumulated weight change since the last re-scoring
+
+    def __post_init__(self) -> None:
+        if not self.weights:
+            self.weights = [0.0] * self.buckets
+
+    def hash(self, features: Iterable[str]) -> list[int]:
+        return [zlib.crc32(f.encode()) % self.buckets for f in features]
+
+    def predict(self, indices: list[int]) -> float:
+        z = self.bias + sum(self.weights[i] for i in indices) / math.sqrt(max(len(indices), 1))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def update(self, indices: list[int], label: float) -> None:
+        scale = 1.0 / math.sqrt(max(len(indices), 1))
+        error = label - self.predict(indices)
+        step = self.learning_rate * error
+        for i in indices:
+            delta = step * scale - self.l2 * self.weights[i]
+            self.weights[i] += delta
+            self.drift += abs(delta)
+        self.bias += step
+        self.updates += 1
+
+
+def link_features(link: LinkContext) -> list[str]:
+    """Hashed-feature names of a link: its words by where they appear, and its situation."""
+    features = [f"a:{t}" for t in terms(f"{link.anchor} {link.title}")]
+    features += [f"u:{t}" for t in url_terms(link.url)]
+    features += [f"h:{t}" for t in terms(link.heading)]
+    features += [f"c:{t}" for t in set(terms(link.context))]
+    if link.parent_relevance is not None:
+        features.append(f"pr:{min(4, int(link.parent_relevance * 5))}")
+    features.append(f"dist:{min(link.distance, 4)}")
+    host = urlsplit(link.url).hostname or ""
+    features.append(f"host:{host}")
+    return features
+
+
+@dataclass(frozen=True)
+class LinkScore:
+    score: float
+    prior: float
+    inherited: float  # shark-search inherited score, handed to the child
+
+
+class LinkScorer:
+    """Scores links from their context: a topic prior blended with the online model."""
+
+    def __init__(
+        self,
+        topic: Topic,
+        model: LinkModel | None = None,
+        relevance_threshold: float = 0.5,
+        decay: float = 0.5,
+        model_weight_max: float = 0.6,
+        model_warmup: int = 200,
+    ) -> None:
+        self.topic = topic
+        self.model = model or LinkModel()
+        self.threshold = relevance_threshold
+        self.decay = decay
+        self.model_weight_max = model_weight_max
+        self.model_warmup = model_warmup
+
+    def inherited(self, link: LinkContext) -> float:
+        """Shark-search: a relevant parent hands down its relevance, decayed; an
+        irrelevant one hands down its own inheritance, decayed again."""
+        parent = link.parent_relevance
+        if parent is None:
+            return 0.0
+        if parent >= self.threshold:
+            return self.decay * parent
+        return self.decay * link.parent_inherited
+
+    def prior(self, link: LinkContext) -> float:
+        anchor = terms(f"{link.anchor} {link.title}")
+        neighbourhood = terms(f"{link.heading} {link.context}")
+        url = url_terms(link.url)
+        anchor_sim = max(self.topic.similarity(anchor), self.topic.coverage(anchor))
+        context_sim = self.topic.similarity(neighbourhood)
+        url_sim = self.topic.coverage(url)
+        parent = link.parent_relevance or 0.0
+        score = (
+            0.40 * anchor_sim
+            + 0.15 * context_sim
+            + 0.15 * url_sim
+            + 0.15 * parent
+            + 0.15 * self.inherited(link) / max(self.decay, 1e-9)
+        )
+        return max(0.0, min(1.0, score))
+
+    def model_weight(self) -> float:
+        n = self.model.updates
+        return self.model_weight_max * n / (n + self.model_warmup)
+
+    def score(self, link: LinkContext, indices: list[int] | None = None) -> LinkScore:
+        prior = self.prior(link)
+        weight = self.model_weight()
+        score = prior
+        if weight > 0:
+            indices = indices if indices is not None else self.model.hash(link_features(link))
+            score = (1 - weight) * prior + weight * self.model.predict(indices)
+        return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
+
+    def learn(self, link: LinkContext, child_relevance: float) -> None:
+        """The page *link* led to had *child_relevance*: train the link model."""
+        label = 1.0 if child_relevance >= self.threshold else 0.0
+        self.model.update(self.model.hash(link_features(link)), label)
+
+
+# -- one model per crawl -------------------------------------------------------------
+
+
+class FocusModel:
+    """The crawl's topic, link scorer and page classifier, shared by the
+    link-context middleware (which learns) and the scheduler (which scores)."""
+
+    def __init__(
+        self,
+        topic: Topic | None,
+        scorer: LinkScorer | None,
+        relevance_threshold: float,
+        classifier: Any = None,
+        example_urls: tuple[str, ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.scorer = scorer
+        self.threshold = relevance_threshold
+        self.classifier = classifier
+        self.example_urls = example_urls
+
+    @classmethod
+    def from_settings(cls, settings: Any, spider: Any = None) -> FocusModel:
+        from scrapy.utils.misc import load_object
+
+        # A spider may carry its own topic (FocusSpider's -a topic=...).
+        text = getattr(spider, "focus_topic", None) or settings.get("FOCUS_TOPIC") or ""
+        examples = settings.getlist("FOCUS_TOPIC_EXAMPLES")
+        example_texts = [e for e in examples if not e.startswith(("http://", "https://"))]
+        example_urls = tuple(e for e in examples if e.startswith(("http://", "https://")))
+        threshold = settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5)
+        classifier_path = settings.get("FOCUS_PAGE_CLASSIFIER")
+        classifier = load_object(classifier_path) if classifier_path else None
+        scale = settings.getfloat("FOCUS_RELEVANCE_SCALE", 0.15)
+        topic = Topic(text, example_texts, scale) if (text or example_texts) else None
+        scorer = (
+            LinkScorer(
+                topic,
+                relevance_threshold=threshold,
+                decay=settings.getfloat("FOCUS_INHERIT_DECAY", 0.5),
+            )
+            if topic is not None
+            else None
+        )
+        return cls(topic, scorer, threshold, classifier, example_urls)
+
+    @property
+    def focused(self) -> bool:
+        return self.topic is not None or self.classifier is not None
+
+    def page_relevance(self, page: Any) -> float | None:
+        """*page* is an :class:`~scrapy_focus.extract.page.Extraction` (or None)."""
+        if page is None:
+            return None
+        if self.classifier is not None:
+            return max(0.0, min(1.0, float(self.classifier(page))))
+        if self.topic is None:
+            return None
+        return self.topic.page_relevance(page.title or "", page.headings, page.text)
+
+
+_MODELS: WeakKeyDictionary[Any, FocusModel] = WeakKeyDictionary()
+
+
+def model_for(crawler: Any) -> FocusModel:
+    if crawler not in _MODELS:
+        _MODELS[crawler] = FocusModel.from_settings(
+            crawler.settings, getattr(crawler, "spider", None)
+        )
+    return _MODELS[crawler]

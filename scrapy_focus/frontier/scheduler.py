@@ -1,0 +1,538 @@
+"""``FocusScheduler``: the single place that decides what is fetched next.
+
+Every request the engine schedules passes through :meth:`enqueue_request`
+(seeds, links, redirect targets, retries, escalations):
+
+1. fingerprint (canonical URL) and the seen set (kept with ``JOBDIR``);
+2. scope and crawler-trap guards (:class:`~scrapy_focus.urls.Scope`, pages per
+   host, query variants per path); a redirect target is checked like any link,
+   so a redirect never widens the crawl;
+3. a score in [0, 1] from the link's context (:mod:`.relevance`); a
+   ``Request.priority`` set by the user wins over the score;
+4. the store (:mod:`.store_local`), ordered per host.
+
+:meth:`next_request` returns the best-scoring request among the hosts that are
+*ready* (:mod:`.politeness`), best-first across hosts, or ``None`` while no
+host is ready; it then asks the engine to call again when the first host
+becomes ready, so waiting costs no CPU.
+
+Stop conditions (close reason in brackets): ``FOCUS_MAX_PAGES``
+(``focus_max_pages``), ``FOCUS_MAX_RELEVANT_PAGES`` (``focus_max_relevant``),
+``FOCUS_DEADLINE`` seconds (``focus_deadline``), and saturation: the best
+frontier score below ``FOCUS_SATURATION_SCORE`` for ``FOCUS_SATURATION_PAGES``
+dequeues in a row (``focus_saturated``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import pickle
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.request import request_from_dict
+
+from scrapy_focus import signals as focus_signals
+from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, politeness_for
+from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
+from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
+from scrapy_focus.urls import Scope, host_of
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+_MEMORY_MARK = b"\x00mem:"  # payload of a request that could not be serialised
+
+
+@dataclass(frozen=True)
+class FrontierConfig:
+    jobdir: str | None
+    scope: Scope
+    seed_scope: str  # "host" | "domain" | "any": what a seed adds to the allowed domains
+    max_pages: int
+    max_relevant_pages: int
+    deadline: float
+    saturation_score: float
+    saturation_pages: int
+    max_pages_per_host: int
+    max_query_variants: int
+    hard_focus: bool
+    relevance_threshold: float
+    rescore_drift: float
+    rescore_window: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
+        import re
+
+        return cls(
+            jobdir=settings.get("JOBDIR") or None,
+            scope=Scope(
+                allowed_domains=tuple(d.lower() for d in settings.getlist("FOCUS_ALLOWED_DOMAINS")),
+                allowed_paths=tuple(settings.getlist("FOCUS_ALLOWED_PATHS")),
+                denied=tuple(re.compile(p) for p in settings.getlist("FOCUS_DENY")),
+                schemes=tuple(settings.getlist("FOCUS_SCHEMES") or ["http", "https"]),
+                max_depth=settings.getint("FOCUS_MAX_DEPTH") or settings.getint("DEPTH_LIMIT"),
+                max_url_length=settings.getint("FOCUS_MAX_URL_LENGTH", 2048),
+                max_repeated_segment=settings.getint("FOCUS_MAX_REPEATED_SEGMENT", 2),
+                max_query_params=settings.getint("FOCUS_MAX_QUERY_PARAMS", 12),
+            ),
+            seed_scope=settings.get("FOCUS_SEED_SCOPE", "host"),
+            max_pages=settings.getint("FOCUS_MAX_PAGES"),
+            max_relevant_pages=settings.getint("FOCUS_MAX_RELEVANT_PAGES"),
+            deadline=settings.getfloat("FOCUS_DEADLINE"),
+            saturation_score=settings.getfloat("FOCUS_SATURATION_SCORE"),
+            saturation_pages=settings.getint("FOCUS_SATURATION_PAGES"),
+            max_pages_per_host=settings.getint("FOCUS_MAX_PAGES_PER_HOST"),
+            max_query_variants=settings.getint("FOCUS_MAX_QUERY_VARIANTS", 200),
+            hard_focus=settings.getbool("FOCUS_HARD_FOCUS"),
+            relevance_threshold=settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5),
+            rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 5.0),
+            rescore_window=settings.getint("FOCUS_RESCORE_WINDOW", 2000),
+        )
+
+
+class FocusScheduler(BaseScheduler):
+    def __init__(self, crawler: Crawler, config: FrontierConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.stats = crawler.stats
+        self.model: FocusModel = model_for(crawler)
+        self.politeness: Politeness = politeness_for(crawler)
+        self.scope = config.scope
+        self.store: LmdbFrontierStore | None = None
+        self.spider: Spider | None = None
+        self._memory: dict[int, Request] = {}
+        # Hosts with pending entries sit in exactly one heap: ready (by their best
+        # entry) or waiting (by when they become ready).  Re-placing a host bumps
+        # its generation; heap entries of an older generation are skipped.
+        self._ready: list[tuple[bytes, int, str]] = []  # (best key sans host, gen, host)
+        self._waiting: list[tuple[float, int, str]] = []  # (ready at, gen, host)
+        self._gen: dict[str, int] = {}
+        self._best: dict[str, bytes | None] = {}
+        self._dispatched: dict[int, tuple[str, bytes]] = {}  # id(request) → host, lease
+        self._leases: dict[bytes, bytes] = {}  # fingerprint → lease key
+        self._host_pages: Counter[str] = Counter()
+        self._query_variants: defaultdict[str, set[str]] = defaultdict(set)
+        self._fetched = 0
+        self._relevant = 0
+        self._low_streak = 0
+        self._started = time.monotonic()
+        self._wake_call: Any = None
+        self._closing = False
+        self._drift_mark = 0.0
+        self._seeds_widen_scope = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        scheduler = cls(crawler, FrontierConfig.from_settings(crawler.settings))
+        crawler.signals.connect(scheduler._page_scored, signal=focus_signals.page_scored)
+        crawler.signals.connect(scheduler._page_done, signal=focus_signals.page_done)
+        crawler.signals.connect(scheduler._reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(scheduler._left, signal=signals.request_left_downloader)
+        crawler.signals.connect(scheduler._response, signal=signals.response_received)
+        crawler.signals.connect(scheduler._dropped, signal=signals.request_dropped)
+        return scheduler
+
+    # -- BaseScheduler
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        # Scope: FOCUS_ALLOWED_DOMAINS, else the spider's allowed_domains, else
+        # the seeds' hosts (FOCUS_SEED_SCOPE = "host" | "domain"; "any": no limit).
+        spider_domains = tuple(d.lower() for d in getattr(spider, "allowed_domains", None) or ())
+        if not self.scope.allowed_domains and spider_domains:
+            self.scope = replace(self.scope, allowed_domains=spider_domains)
+        self._seeds_widen_scope = not self.scope.allowed_domains and self.config.seed_scope != "any"
+        directory = Path(self.config.jobdir, "focus-frontier") if self.config.jobdir else None
+        self.store = LmdbFrontierStore(directory)
+        self._restore()
+        for host in self.store.hosts():
+            self._place(host)
+        resumed = len(self.store)
+        if resumed:
+            logger.info("Resuming frontier: %d pending requests in %s", resumed, self.store.path)
+        self.stats.set_value("focus/frontier/size", len(self.store))
+
+    def close(self, reason: str) -> None:
+        self._closing = True
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()
+        if self.store is not None:
+            self._persist()
+            self.store.close()
+            self.store = None
+
+    def has_pending_requests(self) -> bool:
+        return self.store is not None and len(self.store) > 0
+
+    def __len__(self) -> int:
+        return len(self.store) if self.store is not None else 0
+
+    def enqueue_request(self, request: Request) -> bool:
+        store = self._store()
+        fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        if not request.dont_filter and not store.seen_add(fingerprint):
+            self.stats.inc_value("focus/frontier/duplicate")
+            return False
+        meta = request.meta
+        host = host_of(request.url)
+        redirected = "redirect_urls" in meta
+        seed = "depth" not in meta and "focus" not in meta and not redirected
+        if seed and self._seeds_widen_scope:
+            self.scope = self.scope.with_domain(_seed_domain(host, self.config.seed_scope))
+        reason = (
+            None
+            if meta.get("focus_refresh") and not redirected
+            else self._rejection(request, host, seed)
+        )
+        if reason is not None:
+            kind = "redirect" if redirected else "link"
+            self.stats.inc_value(f"focus/frontier/rejected/{reason}")
+            self.stats.inc_value(f"focus/frontier/rejected_{kind}")
+            logger.debug("Frontier rejected %s: %s", request.url, reason)
+            return False
+        score = self._score(request, seed)
+        if score is None:  # hard focus: links of irrelevant pages are not followed
+            self.stats.inc_value("focus/frontier/rejected/hard-focus")
+            return False
+        focus = dict(meta.get("focus") or {})
+        focus["score"] = score
+        meta["focus"] = focus
+        key = store.push(host, request.priority, score, self._serialize(request))
+        self._host_pages[host] += 1
+        best = self._best.get(host)
+        if best is None or key < best:
+            self._place(host)  # new host, or a better best entry: re-rank it
+        self.stats.inc_value("focus/frontier/enqueued")
+        self.stats.set_value("focus/frontier/size", len(store))
+        return True
+
+    def next_request(self) -> Request | None:
+        store = self._store()
+        if self._closing or not len(store):
+            return None
+        now = self.politeness.clock()
+        while self._waiting and self._waiting[0][0] <= now:
+            _, gen, host = heapq.heappop(self._waiting)
+            if gen == self._gen.get(host):
+                self._place(host)
+        while self._ready:
+            _, gen, host = heapq.heappop(self._ready)
+            if gen != self._gen.get(host):
+                continue  # superseded by a later placement
+            if not self.politeness.is_ready(host):
+                self._place(host)
+                continue
+            request = self._take(host)
+            if request is not None:
+                self._check_stop_on_dequeue()
+                return request
+        self._schedule_wake()
+        return None
+
+    # -- enqueue helpers
+
+    def _rejection(self, request: Request, host: str, seed: bool) -> str | None:
+        reason = self.scope.rejection(request.url, request.meta.get("depth", 0))
+        if reason is not None or seed:
+            return reason
+        if self.config.max_pages_per_host and (
+            self._host_pages[host] >= self.config.max_pages_per_host
+        ):
+            return "max-pages-per-host"
+        parts = urlsplit(request.url)
+        if parts.query and self.config.max_query_variants:
+            variants = self._query_variants[f"{host}{parts.path}"]
+            if len(variants) >= self.config.max_query_variants and parts.query not in variants:
+                return "trap-query-variants"
+            variants.add(parts.query)
+        return None
+
+    def _score(self, request: Request, seed: bool) -> float | None:
+        focus = request.meta.get("focus")
+        if seed or not focus:
+            return 1.0
+        link = LinkContext.from_meta(focus)
+        if self.model.scorer is None:
+            return 1.0 / (1.0 + link.depth)  # no topic: breadth-first
+        if (
+            self.config.hard_focus
+            and link.parent_relevance is not None
+            and (link.parent_relevance < self.config.relevance_threshold)
+        ):
+            return None
+        return self.model.scorer.score(link).score
+
+    def _serialize(self, request: Request) -> bytes:
+        try:
+            return pickle.dumps(request.to_dict(spider=self.spider), protocol=5)
+        except (ValueError, TypeError, AttributeError, pickle.PicklingError):
+            # A callback that is not a spider method cannot go to disk (as with
+            # Scrapy's own JOBDIR queues): keep this one request in memory.
+            self.stats.inc_value("focus/frontier/unserializable")
+            self._memory[id(request)] = request
+            return _MEMORY_MARK + str(id(request)).encode()
+
+    def _deserialize(self, payload: bytes) -> Request:
+        if payload.startswith(_MEMORY_MARK):
+            return self._memory.pop(int(payload[len(_MEMORY_MARK) :]))
+        return request_from_dict(pickle.loads(payload), spider=self.spider)
+
+    # -- dequeue helpers
+
+    def _take(self, host: str) -> Request | None:
+        store = self._store()
+        entry = store.pop(host)
+        if entry is None:
+            self._place(host)
+            return None
+        entry = self._lazy_rescore(entry)
+        if entry is None:
+            return None
+        try:
+            request = self._deserialize(entry.payload)
+        except Exception:
+            logger.exception("Frontier dropped an entry of %s it could not read back", host)
+            store.ack(entry.lease)
+            self.stats.inc_value("focus/frontier/unreadable")
+            self._place(host)
+            return None
+        fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        self._leases[fingerprint] = entry.lease
+        self._dispatched[id(request)] = (host, entry.lease)
+        self.politeness.dispatched(host, id(request))
+        self._place(host)
+        self.stats.inc_value("focus/frontier/dequeued")
+        self.stats.set_value("focus/frontier/size", len(store))
+        self._observe_best(entry.score)
+        return request
+
+    def _lazy_rescore(self, entry: Entry) -> Entry | None:
+        """Re-score a dequeued entry with the current link model; if it fell
+        below the host's next entry, put it back and take the next one later."""
+        scorer = self.model.scorer
+        if scorer is None or entry.priority != 0 or scorer.model.updates == 0:
+            return entry
+        focus = (
+            pickle.loads(entry.payload).get("meta", {}).get("focus")
+            if not entry.payload.startswith(_MEMORY_MARK)
+            else None
+        )
+        if not focus or not focus.get("parent_url"):
+            return entry
+        new = scorer.score(LinkContext.from_meta(focus)).score
+        following = self._store().best(entry.host)
+        if following is not None and new + 0.05 < decode_key(following)[2]:
+            self._store().requeue(entry, new)
+            self.stats.inc_value("focus/frontier/rescored")
+            self._place(entry.host)
+            return None
+        return entry
+
+    def _place(self, host: str) -> None:
+        """(Re-)place *host* in the ready or the waiting heap by its best entry."""
+        gen = self._gen.get(host, 0) + 1
+        self._gen[host] = gen
+        best = self._store().best(host)
+        self._best[host] = best
+        if best is None:
+            return  # nothing pending: in no heap until a push places it again
+        ready_at = self.politeness.ready_at(host)
+        if ready_at <= self.politeness.clock():
+            heapq.heappush(self._ready, (best[4:], gen, host))
+            return
+        if ready_at == math.inf:
+            # Every slot of the host is busy: a finishing request re-places it;
+            # look again after the in-flight timeout in case none reports back.
+            ready_at = self.politeness.clock() + self.politeness.config.in_flight_timeout
+        heapq.heappush(self._waiting, (ready_at, gen, host))
+
+    def _schedule_wake(self) -> None:
+        """Ask the engine to call next_request() when the first waiting host is ready."""
+        if not self._waiting or self._closing:
+            return
+        delay = max(0.0, self._waiting[0][0] - self.politeness.clock())
+        from twisted.internet import reactor
+
+        if self._wake_call is not None and self._wake_call.active():
+            if self._wake_call.getTime() <= reactor.seconds() + delay:
+                return
+            self._wake_call.cancel()
+        self._wake_call = reactor.callLater(delay + 0.001, self._wake)
+
+    def _wake(self) -> None:
+        engine = self.crawler.engine
+        slot = getattr(engine, "_slot", None) if engine is not None else None
+        if slot is not None:
+            slot.nextcall.schedule()  # the engine's own "try to send more" call
+
+    # -- what happens to requests after dispatch (signals)
+
+    def _finished(self, request: Request) -> None:
+        dispatched = self._dispatched.pop(id(request), None)
+        if dispatched is None:
+            return
+        host, _ = dispatched
+        if self.politeness.finished(host, id(request)) and self.store is not None:
+            self._place(host)
+
+    def _reached(self, request: Request, spider: Spider | None = None) -> None:
+        if id(request) in self._dispatched:
+            self.politeness.reached_downloader(self._dispatched[id(request)][0])
+
+    def _left(self, request: Request, spider: Spider | None = None) -> None:
+        self._finished(request)
+
+    def _dropped(self, request: Request, spider: Spider | None = None) -> None:
+        self._finished(request)
+
+    def _response(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        self._finished(request)
+        host = host_of(request.url)
+        if response.status in (429, 503):
+            wait = self.politeness.backoff(
+                host, parse_retry_after(response.headers.get(b"Retry-After"))
+            )
+            self.stats.inc_value("focus/politeness/backoff")
+            logger.info("Backing off %s for %.1fs after HTTP %d", host, wait, response.status)
+        elif response.status < 400:
+            self.politeness.recovered(host)
+        if "cached" not in response.flags:
+            self.stats.inc_value(f"focus/host/{host}/requests")
+        if not 300 <= response.status < 400:
+            self._fetched += 1
+            self.stats.set_value("focus/pages_fetched", self._fetched)
+            self._check_stop()
+
+    def _page_done(self, request: Request) -> None:
+        if self.store is None:
+            return
+        fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        lease = self._leases.pop(fingerprint, None)
+        if lease is not None:
+            self.store.ack(lease)
+
+    def _page_scored(self, response: Response, relevance: float | None) -> None:
+        if relevance is not None and relevance >= self.config.relevance_threshold:
+            self._relevant += 1
+        self.stats.set_value("focus/relevant_pages", self._relevant)
+        if self._fetched:
+            self.stats.set_value("focus/harvest_rate", round(self._relevant / self._fetched, 4))
+        self._maybe_rescore()
+        self._check_stop()
+
+    # -- stopping
+
+    def _observe_best(self, score: float) -> None:
+        if self.config.saturation_pages and self.config.saturation_score:
+            if score < self.config.saturation_score:
+                self._low_streak += 1
+            else:
+                self._low_streak = 0
+
+    def _check_stop_on_dequeue(self) -> None:
+        if self.config.saturation_pages and self._low_streak >= self.config.saturation_pages:
+            self._stop("focus_saturated")
+        if self.config.deadline and time.monotonic() - self._started >= self.config.deadline:
+            self._stop("focus_deadline")
+
+    def _check_stop(self) -> None:
+        if self.config.max_pages and self._fetched >= self.config.max_pages:
+            self._stop("focus_max_pages")
+        elif self.config.max_relevant_pages and self._relevant >= self.config.max_relevant_pages:
+            self._stop("focus_max_relevant")
+        elif self.config.deadline and time.monotonic() - self._started >= self.config.deadline:
+            self._stop("focus_deadline")
+
+    def _stop(self, reason: str) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        logger.info("Stopping the crawl: %s", reason)
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(engine.close_spider_async(reason=reason))
+        else:
+            engine.close_spider(self.spider, reason)
+
+    # -- re-scoring and persistence
+
+    def _maybe_rescore(self) -> None:
+        scorer = self.model.scorer
+        if scorer is None or self.store is None:
+            return
+        if scorer.model.drift - self._drift_mark < self.config.rescore_drift:
+            return
+        self._drift_mark = scorer.model.drift
+        changed = 0
+        store = self.store
+        per_host = max(1, self.config.rescore_window // max(1, len(self._best)))
+        for host in list(self._best):
+            entries = store.iter_host(host, per_host)
+            moves: list[tuple[bytes, bytes]] = []
+            payloads: dict[bytes, bytes] = {}
+            for key, payload in entries:
+                if payload.startswith(_MEMORY_MARK):
+                    continue
+                _, priority, old_score, _ = decode_key(key)
+                focus = pickle.loads(payload).get("meta", {}).get("focus")
+                if priority != 0 or not focus or not focus.get("parent_url"):
+                    continue
+                new_score = scorer.score(LinkContext.from_meta(focus)).score
+                if abs(new_score - old_score) > 0.02:
+                    new_key = encode_key(store.host_id(host), priority, new_score, store.next_seq())
+                    moves.append((key, new_key))
+                    payloads[key] = payload
+            if moves:
+                store.rekey(moves, payloads)
+                changed += len(moves)
+                self._place(host)
+        self.stats.inc_value("focus/frontier/rescored", changed)
+
+    def _restore(self) -> None:
+        raw = self._store().get_state("link_model")
+        if raw and self.model.scorer is not None:
+            try:
+                self.model.scorer.model = pickle.loads(raw)
+            except Exception:
+                logger.warning("Could not restore the link model; starting a new one")
+        counters = self._store().get_state("counters")
+        if counters:
+            self._fetched, self._relevant = (int(x) for x in counters.split(b","))
+
+    def _persist(self) -> None:
+        store = self._store()
+        if self.model.scorer is not None and isinstance(self.model.scorer.model, LinkModel):
+            store.put_state("link_model", pickle.dumps(self.model.scorer.model, protocol=5))
+        store.put_state("counters", f"{self._fetched},{self._relevant}".encode())
+
+    def _store(self) -> LmdbFrontierStore:
+        if self.store is None:
+            raise RuntimeError("FocusScheduler used before open() or after close()")
+        return self.store
+
+
+def _seed_domain(host: str, mode: str) -> str:
+    if mode == "domain":
+        parts = host.split(".")
+        return ".".join(parts[-2:]) if len(parts) > 2 else host
+    return host

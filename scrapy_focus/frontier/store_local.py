@@ -1,0 +1,246 @@
+"""The frontier's store on one machine: LMDB on disk, bounded memory.
+
+With ``JOBDIR`` the store lives in ``<JOBDIR>/focus-frontier`` and survives the
+process (SIGKILL included); without, in a temporary directory removed at close.
+One mechanism either way, so a crawl of ten million pending URLs needs no
+more memory than one of ten.
+
+Contract (what the scheduler relies on):
+
+* ``push(host, priority, score, payload)`` stores an entry; entries of a host
+  come out best first: higher ``priority``, then higher ``score``, then FIFO.
+* ``best(host)`` peeks at a host's best entry key without removing it;
+  ``pop(host)`` removes and returns it, and *leases* it: the entry stays in
+  ``leases`` until ``ack(lease_key)``.  ``open`` puts every unacknowledged
+  lease back in the queue, so a killed crawl loses no request it had taken.
+* ``seen_add(fingerprint)`` is True the first time a fingerprint is offered.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+_HOST_ID = struct.Struct(">I")
+_KEY = struct.Struct(">IIIQ")  # host id, inverted priority, inverted score, sequence
+_PRIORITY_OFFSET = 2**31
+_SCORE_SCALE = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    host: str
+    priority: int
+    score: float
+    payload: bytes
+    lease: bytes  # the key to ack
+
+
+def encode_key(host_id: int, priority: int, score: float, seq: int) -> bytes:
+    priority = max(-_PRIORITY_OFFSET + 1, min(_PRIORITY_OFFSET - 1, priority))
+    score = max(0.0, min(1.0, score))
+    return _KEY.pack(
+        host_id,
+        _PRIORITY_OFFSET - 1 - priority,  # higher priority sorts first
+        int((1.0 - score) * _SCORE_SCALE),  # higher score sorts first
+        seq,
+    )
+
+
+def decode_key(key: bytes) -> tuple[int, int, float, int]:
+    host_id, inv_priority, inv_score, seq = _KEY.unpack(key)
+    return host_id, _PRIORITY_OFFSET - 1 - inv_priority, 1.0 - inv_score / _SCORE_SCALE, seq
+
+
+class LmdbFrontierStore:
+    def __init__(self, directory: str | Path | None, map_size: int = 1 << 40) -> None:
+        # 1 TiB of address space, not of disk: the file grows with the data, and
+        # no other process maps it, so there is no reason to grow it by steps.
+        self._temporary = directory is None
+        self.path = (
+            Path(tempfile.mkdtemp(prefix="focus-frontier-"))
+            if directory is None
+            else Path(directory)
+        )
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.env = lmdb.open(
+            str(self.path),
+            map_size=map_size,
+            max_dbs=6,
+            sync=False,
+            metasync=False,
+            readahead=False,
+        )
+        self._queue = self.env.open_db(b"queue")
+        self._hosts = self.env.open_db(b"hosts")
+        self._seen = self.env.open_db(b"seen")
+        self._leases = self.env.open_db(b"leases")
+        self._state = self.env.open_db(b"state")
+        self.host_ids: dict[str, int] = {}
+        self.host_names: dict[int, str] = {}
+        self._seq = 0
+        self._size = 0
+        self._load()
+
+    # -- life cycle
+
+    def _load(self) -> None:
+        with self.env.begin() as txn:
+            for name, raw in txn.cursor(db=self._hosts):
+                host_id = _HOST_ID.unpack(raw)[0]
+                self.host_ids[name.decode()] = host_id
+                self.host_names[host_id] = name.decode()
+            last = txn.get(b"seq", db=self._state)
+            self._seq = int(last) if last else 0
+        # Requests taken but never acknowledged by a killed crawl go back in line.
+        with self.env.begin(write=True) as txn:
+            for key, payload in list(txn.cursor(db=self._leases)):
+                txn.put(key, payload, db=self._queue)
+                txn.delete(key, db=self._leases)
+            self._size = txn.stat(self._queue)["entries"]
+
+    def close(self) -> None:
+        with self.env.begin(write=True) as txn:
+            txn.put(b"seq", str(self._seq).encode(), db=self._state)
+        self.env.sync(True)
+        self.env.close()
+        if self._temporary:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    # -- the queue
+
+    def __len__(self) -> int:
+        return self._size
+
+    def hosts(self) -> Iterator[str]:
+        """Hosts with at least one pending entry."""
+        with self.env.begin() as txn, txn.cursor(db=self._queue) as cursor:
+            for host_id, name in sorted(self.host_names.items()):
+                if cursor.set_range(_HOST_ID.pack(host_id)) and cursor.key()[:4] == _HOST_ID.pack(
+                    host_id
+                ):
+                    yield name
+
+    def _host_id(self, txn: lmdb.Transaction, host: str) -> int:
+        host_id = self.host_ids.get(host)
+        if host_id is None:
+            host_id = len(self.host_ids) + 1
+            txn.put(host.encode(), _HOST_ID.pack(host_id), db=self._hosts)
+            self.host_ids[host] = host_id
+            self.host_names[host_id] = host
+        return host_id
+
+    def push(self, host: str, priority: int, score: float, payload: bytes) -> bytes:
+        """Store an entry; return its key (its position among the host's entries)."""
+        self._seq += 1
+        with self.env.begin(write=True) as txn:
+            key = encode_key(self._host_id(txn, host), priority, score, self._seq)
+            txn.put(key, payload, db=self._queue)
+            if self._seq % 1000 == 0:
+                txn.put(b"seq", str(self._seq).encode(), db=self._state)
+        self._size += 1
+        return key
+
+    def best(self, host: str) -> bytes | None:
+        host_id = self.host_ids.get(host)
+        if host_id is None:
+            return None
+        prefix = _HOST_ID.pack(host_id)
+        with self.env.begin() as txn, txn.cursor(db=self._queue) as cursor:
+            if cursor.set_range(prefix) and cursor.key()[:4] == prefix:
+                return bytes(cursor.key())
+        return None
+
+    def pop(self, host: str) -> Entry | None:
+        host_id = self.host_ids.get(host)
+        if host_id is None:
+            return None
+        prefix = _HOST_ID.pack(host_id)
+        with self.env.begin(write=True) as txn, txn.cursor(db=self._queue) as cursor:
+            if not (cursor.set_range(prefix) and cursor.key()[:4] == prefix):
+                return None
+            key, payload = bytes(cursor.key()), bytes(cursor.value())
+            cursor.delete()
+            txn.put(key, payload, db=self._leases)
+        self._size -= 1
+        _, priority, score, _ = decode_key(key)
+        return Entry(host, priority, score, payload, key)
+
+    def requeue(self, entry: Entry, score: float) -> bytes:
+        """Put a popped entry back with a new score (lazy re-scoring); drops its lease."""
+        self._seq += 1
+        with self.env.begin(write=True) as txn:
+            key = encode_key(self.host_ids[entry.host], entry.priority, score, self._seq)
+            txn.put(key, entry.payload, db=self._queue)
+            txn.delete(entry.lease, db=self._leases)
+        self._size += 1
+        return key
+
+    def ack(self, lease: bytes) -> None:
+        with self.env.begin(write=True) as txn:
+            txn.delete(lease, db=self._leases)
+
+    def leased(self) -> int:
+        with self.env.begin() as txn:
+            return txn.stat(self._leases)["entries"]
+
+    # -- the seen set
+
+    def seen_add(self, fingerprint: bytes) -> bool:
+        with self.env.begin(write=True) as txn:
+            return txn.put(fingerprint, b"", db=self._seen, overwrite=False)
+
+    def seen_count(self) -> int:
+        with self.env.begin() as txn:
+            return txn.stat(self._seen)["entries"]
+
+    # -- small persistent state (counters, the link model)
+
+    def get_state(self, name: str) -> bytes | None:
+        with self.env.begin() as txn:
+            value = txn.get(name.encode(), db=self._state)
+            return bytes(value) if value is not None else None
+
+    def put_state(self, name: str, value: bytes) -> None:
+        with self.env.begin(write=True) as txn:
+            txn.put(name.encode(), value, db=self._state)
+
+    def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to *limit* best entries of *host* (key, payload), for re-scoring."""
+        host_id = self.host_ids.get(host)
+        if host_id is None:
+            return []
+        prefix = _HOST_ID.pack(host_id)
+        found: list[tuple[bytes, bytes]] = []
+        with self.env.begin() as txn, txn.cursor(db=self._queue) as cursor:
+            if not cursor.set_range(prefix):
+                return found
+            for key, value in cursor:
+                if key[:4] != prefix or len(found) >= limit:
+                    break
+                found.append((bytes(key), bytes(value)))
+        return found
+
+    def rekey(self, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]) -> None:
+        """Move entries from old keys to new keys in one transaction."""
+        with self.env.begin(write=True) as txn:
+            for old, new in changes:
+                txn.delete(old, db=self._queue)
+                txn.put(new, payloads[old], db=self._queue)
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def host_id(self, host: str) -> int:
+        return self.host_ids[host]
+
+    def info(self) -> dict[str, Any]:
+        return {"path": str(self.path), "pending": self._size, "hosts": len(self.host_ids)}

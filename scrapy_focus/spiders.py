@@ -1,0 +1,64 @@
+"""``FocusSpider``: seeds and a topic in, page items out, no spider code to write.
+
+It fetches the seeds (``FOCUS_SEEDS`` or ``-a seeds=URL,URL``), yields one
+:class:`~scrapy_focus.items.PageItem` per page and offers every link to the
+frontier, which decides what is worth fetching.  Subclass it to change
+``parse_page`` or ``links``; or keep your own spiders: the frontier works with
+any spider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+
+import scrapy
+from scrapy.http import Response, TextResponse
+
+from scrapy_focus.items import PageItem, page_item
+
+SKIPPED_SCHEMES = ("mailto:", "javascript:", "tel:", "data:", "#")
+
+
+class FocusSpider(scrapy.Spider):
+    name = "focus"
+
+    def __init__(
+        self, seeds: str | Iterable[str] | None = None, topic: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(seeds, str):
+            seeds = [url.strip() for url in seeds.split(",") if url.strip()]
+        self.seeds = list(seeds or [])
+        if topic:
+            self.focus_topic = topic
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        seeds = self.seeds or self.settings.getlist("FOCUS_SEEDS")
+        if not seeds:
+            self.logger.error("No seeds: set FOCUS_SEEDS or pass --seed URL (-a seeds=URL,...)")
+        for url in seeds:
+            yield scrapy.Request(url, callback=self.parse, dont_filter=True)
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        yield self.parse_page(response)
+        yield from self.links(response)
+
+    def parse_page(self, response: Response) -> PageItem:
+        return page_item(response)
+
+    def links(self, response: Response) -> Iterator[scrapy.Request]:
+        if not isinstance(response, TextResponse):
+            return
+        try:
+            hrefs = response.css("a::attr(href)").getall()
+        except (ValueError, AttributeError):
+            return
+        for href in hrefs:
+            href = href.strip()
+            if not href or href.startswith(SKIPPED_SCHEMES):
+                continue
+            try:
+                yield response.follow(href, callback=self.parse)
+            except ValueError:
+                continue
