@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from scrapy.utils.misc import load_object
 
 from scrapy_focus import settings as focus_defaults
-from scrapy_focus.items import PAGE_FIELDS
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -60,7 +59,6 @@ class Addon:
             _add_component(settings, "ITEM_PIPELINES", *CONFIDENCE_PIPELINE)
             _add_component(settings, "ITEM_PIPELINES", *CONTRACT_PIPELINE)
             _add_component(settings, "SPIDER_MIDDLEWARES", *REQUEUE_MIDDLEWARE)
-            settings.set("FEED_EXPORT_FIELDS", PAGE_FIELDS, priority=PRIORITY)
 
 
 def _add_component(settings: BaseSettings, name: str, path: str, order: int) -> None:

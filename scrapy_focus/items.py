@@ -1,16 +1,17 @@
 """The page item: one per fetched page, with the fields every export carries.
 
-``PAGE_FIELDS`` is the public, stable list (DESIGN.md); the Addon makes it the
-default ``FEED_EXPORT_FIELDS``.  ``extraction`` is the in-crawl hand-over from
-the extraction middleware to the pipelines and is cleared before export.
+``PAGE_FIELDS`` is the public, stable list (DESIGN.md): the item's fields, in
+export order.  ``extraction`` (and its failure) is the in-crawl hand-over from
+the extraction middleware to the pipelines: an attribute, not a field, so no
+feed exports it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urldefrag
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ PAGE_FIELDS = [
     "state",
     "reason",
     "content_hash",
+    "corpus_version",
 ]
 
 
@@ -65,9 +67,12 @@ class PageItem:
     reason: str | None = None
     content_hash: str | None = None
     corpus_version: int | None = None
-    extraction: Extraction | None = field(default=None, repr=False)
-    extraction_failure: str | None = field(default=None, repr=False)
-    extraction_error: str | None = field(default=None, repr=False)
+
+    # Hand-over attributes, deliberately not dataclass fields (ItemAdapter and the
+    # feed exporters only see fields).  Set per instance by page_item().
+    extraction: ClassVar[Extraction | None] = None
+    extraction_failure: ClassVar[str | None] = None
+    extraction_error: ClassVar[str | None] = None
 
     def export_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in PAGE_FIELDS}
@@ -81,7 +86,7 @@ def page_item(response: Response) -> PageItem:
     fetched = meta.get("cache_timestamp") if "cached" in response.flags else None
     request_url = response.request.url if response.request is not None else response.url
     request_url = urldefrag(request_url)[0]  # a fragment is not part of what was fetched
-    return PageItem(
+    item = PageItem(
         url=request_url,
         final_url=response.url,
         status=response.status,
@@ -99,10 +104,11 @@ def page_item(response: Response) -> PageItem:
         description=extraction.description if extraction else None,
         markdown=extraction.markdown if extraction else "",
         corpus_version=meta.get("focus_corpus_version"),
-        extraction=extraction,
-        extraction_failure=meta.get("focus_extraction_failure"),
-        extraction_error=meta.get("focus_extraction_error"),
     )
+    item.extraction = extraction  # type: ignore[misc]  # see the class body
+    item.extraction_failure = meta.get("focus_extraction_failure")  # type: ignore[misc]
+    item.extraction_error = meta.get("focus_extraction_error")  # type: ignore[misc]
+    return item
 
 
 def _iso(epoch: float) -> str:

@@ -93,3 +93,50 @@ def run_crawl(
     )
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     return CrawlResult(proc.returncode, proc.stderr, items, stats)
+
+
+def run_focus_crawl(
+    workdir: Path,
+    seeds: list[str],
+    topic: str | None = None,
+    settings: dict[str, Any] | None = None,
+    timeout: float = 180,
+    job: Path | None = None,
+) -> CrawlResult:
+    """Run ``scrapy focus-crawl`` in *workdir*, as a user would."""
+    items_file = workdir / "items.jsonl"
+    items_file.unlink(missing_ok=True)
+    stats_file = workdir / "stats.json"
+    stats_file.unlink(missing_ok=True)
+    merged = {
+        "LOG_LEVEL": "INFO",
+        "TELNETCONSOLE_ENABLED": False,
+        "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+        **(settings or {}),
+    }
+    command = [sys.executable, "-m", "scrapy", "focus-crawl"]
+    if job is not None:
+        command.append(str(job))
+    for seed in seeds:
+        command += ["--seed", seed]
+    if topic:
+        command += ["--topic", topic]
+    command += ["-O", str(items_file) + ":jsonlines"]
+    for name, value in merged.items():
+        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+        command += ["-s", f"{name}={text}"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parent.parent),
+        "FOCUS_TEST_STATS_FILE": str(stats_file),
+    }
+    proc = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    items = (
+        [json.loads(line) for line in items_file.read_text().splitlines()]
+        if items_file.exists()
+        else []
+    )
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    return CrawlResult(proc.returncode, proc.stderr, items, stats)

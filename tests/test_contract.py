@@ -94,7 +94,7 @@ def test_rejected_pages_are_not_exported_by_default_but_are_recorded(farm, tmp_p
     assert recorded[farm.url("/contract/short.html")] == ("rejected", "too-short")
 
 
-def test_feed_items_carry_the_public_fields(farm, tmp_path):
+def test_feed_items_carry_the_public_fields_and_users_items_keep_theirs(farm, tmp_path):
     result = run_crawl(tmp_path, [farm.url("/articles/10.html")], **PAGES)
     (item,) = result.items
     assert list(item) == PAGE_FIELDS
@@ -286,9 +286,8 @@ def test_pages_not_yet_due_are_not_refetched(farm, tmp_path):
 
 def test_decide_pure_rules():
     good = Extraction(url="u", text="word " * 100, language="en", title="T")
-    item = PageItem(
-        url="u", final_url="u", status=200, extraction=good, confidence=0.9, relevance=0.1
-    )
+    item = PageItem(url="u", final_url="u", status=200, confidence=0.9, relevance=0.1)
+    item.extraction = good
     rules = ContractRules()
     assert decide(item, rules, None).state == "accepted"
     item.content_hash = "h"

@@ -289,7 +289,7 @@ class CorpusDB:
         self._resize_lock = threading.Lock()
         if readonly:
             try:
-                self._dbs = {name: self.env.open_db(name, create=False) for name in _DB_NAMES}
+                self._dbs = self._open_dbs()
             except lmdb.NotFoundError as exc:
                 self.env.close()
                 raise CorpusError(f"{self.path} is an LMDB file but not a corpus") from exc
@@ -299,6 +299,14 @@ class CorpusDB:
         self._check_schema()
 
     # -- plumbing
+
+    def _open_dbs(self) -> dict[bytes, Any]:
+        try:
+            return {name: self.env.open_db(name, create=False) for name in _DB_NAMES}
+        except lmdb.MapResizedError:
+            # A writer grew the map after this process mapped it: adopt its size.
+            self.env.set_mapsize(0)
+            return {name: self.env.open_db(name, create=False) for name in _DB_NAMES}
 
     def close(self) -> None:
         if not self.readonly:

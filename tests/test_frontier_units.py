@@ -1,0 +1,220 @@
+"""Pure parts of the frontier: scope rules, the store's contract, relevance, politeness."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from scrapy_focus.frontier.politeness import Politeness, PolitenessConfig, parse_retry_after
+from scrapy_focus.frontier.relevance import LinkContext, LinkModel, LinkScorer, Topic, terms
+from scrapy_focus.frontier.store_local import LmdbFrontierStore, decode_key, encode_key
+from scrapy_focus.urls import Scope
+
+# -- scope and traps
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://example.com/a.html", None),
+        ("http://sub.example.com/a.html", None),
+        ("http://example.org/a.html", "off-domain"),
+        ("ftp://example.com/a", "scheme"),
+        ("http://example.com/" + "x" * 3000, "url-too-long"),
+        ("http://example.com/a/a/a/b", "trap-repeated-segment"),
+        ("http://example.com/" + "/".join(f"s{i}" for i in range(25)), "trap-path-depth"),
+        ("http://example.com/?" + "&".join(f"p{i}=1" for i in range(20)), "trap-query-params"),
+        ("http://example.com/cal/2999/05/", "trap-calendar"),
+        ("http://example.com/cal?month=2999-05", "trap-calendar"),
+        ("http://example.com/cal?year=1300", "trap-calendar"),
+        ("http://example.com/cal/2024-05-01", None),
+        ("http://example.com/graph/1500.html", None),  # an id, not a date
+        ("http://example.com/private/x", "denied"),
+    ],
+)
+def test_scope_rules(url, reason):
+    scope = Scope(allowed_domains=("example.com",), denied=(re.compile(r"/private/"),))
+    assert scope.rejection(url) == reason
+
+
+def test_scope_paths_and_depth():
+    scope = Scope(allowed_paths=("/docs/",), max_depth=2)
+    assert scope.rejection("http://a.com/docs/x") is None
+    assert scope.rejection("http://a.com/blog/x") == "off-path"
+    assert scope.rejection("http://a.com/docs/x", depth=3) == "too-deep"
+
+
+def test_empty_allowed_domains_allow_any_host_and_seeds_add_theirs():
+    assert Scope().rejection("http://anything.example/") is None
+    scoped = Scope().with_domain("a.com")
+    assert scoped.rejection("http://b.com/") == "off-domain"
+    assert scoped.with_domain("a.com") is scoped
+
+
+# -- the store
+
+
+def test_store_orders_by_priority_then_score_then_fifo(tmp_path):
+    store = LmdbFrontierStore(tmp_path / "f")
+    for name, priority, score in [
+        ("low", 0, 0.1),
+        ("high", 0, 0.9),
+        ("first", 0, 0.5),
+        ("second", 0, 0.5),
+        ("user", 5, 0.0),
+    ]:
+        store.push("h", priority, score, name.encode())
+    order = [store.pop("h").payload.decode() for _ in range(5)]
+    assert order == ["user", "high", "first", "second", "low"]
+    assert store.pop("h") is None
+    store.close()
+
+
+def test_store_keys_round_trip():
+    key = encode_key(7, -3, 0.25, 42)
+    host, priority, score, seq = decode_key(key)
+    assert (host, priority, seq) == (7, -3, 42)
+    assert score == pytest.approx(0.25, abs=1e-9)
+
+
+def test_unacknowledged_leases_come_back_after_reopening(tmp_path):
+    store = LmdbFrontierStore(tmp_path / "f")
+    for n in range(3):
+        store.push("h", 0, 0.5, f"r{n}".encode())
+    taken = store.pop("h")
+    acked = store.pop("h")
+    store.ack(acked.lease)
+    assert store.leased() == 1
+    store.env.close()  # like a killed process: no orderly close()
+
+    reopened = LmdbFrontierStore(tmp_path / "f")
+    assert len(reopened) == 2
+    payloads = {reopened.pop("h").payload for _ in range(2)}
+    assert payloads == {taken.payload, b"r2"}
+    reopened.close()
+
+
+def test_seen_set_survives_reopening(tmp_path):
+    store = LmdbFrontierStore(tmp_path / "f")
+    assert store.seen_add(b"a" * 20) is True
+    assert store.seen_add(b"a" * 20) is False
+    store.close()
+    reopened = LmdbFrontierStore(tmp_path / "f")
+    assert reopened.seen_add(b"a" * 20) is False
+    reopened.close()
+
+
+def test_temporary_store_is_removed_at_close():
+    store = LmdbFrontierStore(None)
+    path = store.path
+    assert path.exists()
+    store.close()
+    assert not path.exists()
+
+
+# -- relevance
+
+
+def test_terms_stem_and_drop_stop_words():
+    assert terms("The Running of Coroutines, asyncio-based!") == [
+        "run",
+        "coroutin",
+        "asyncio",
+        "base",
+    ]
+
+
+def test_page_relevance_prefers_pages_about_the_topic():
+    topic = Topic("astronomy: stars, planets, telescopes and galaxies")
+    on = topic.page_relevance(
+        "Planets and stars",
+        ["Telescopes"],
+        "The telescope shows planets, stars and a distant galaxy. " * 20,
+    )
+    off = topic.page_relevance(
+        "Baking bread", ["Dough"], "Mix flour, butter and salt into a dough, then bake it. " * 20
+    )
+    assert on > 0.5 > off
+
+
+def test_topic_without_words_is_a_clear_error():
+    with pytest.raises(ValueError, match="FOCUS_TOPIC"):
+        Topic("the of and")
+
+
+def test_link_prior_uses_anchor_url_and_parent():
+    scorer = LinkScorer(Topic("astronomy telescopes galaxies"))
+    good = LinkContext(
+        url="http://a.com/telescopes.html", anchor="Choosing a telescope", parent_relevance=0.8
+    )
+    bad = LinkContext(url="http://a.com/cookies.html", anchor="Cookie policy", parent_relevance=0.1)
+    assert scorer.score(good).score > scorer.score(bad).score
+
+
+def test_shark_search_inheritance_decays_through_irrelevant_pages():
+    scorer = LinkScorer(Topic("astronomy"), decay=0.5, relevance_threshold=0.5)
+    from_relevant = LinkContext(url="u", parent_relevance=0.9)
+    assert scorer.inherited(from_relevant) == pytest.approx(0.45)
+    one_removed = LinkContext(url="u", parent_relevance=0.1, parent_inherited=0.45)
+    assert scorer.inherited(one_removed) == pytest.approx(0.225)
+
+
+def test_online_link_model_learns_which_links_lead_to_relevant_pages():
+    scorer = LinkScorer(Topic("astronomy"), model_warmup=10)
+    good = LinkContext(url="http://a.com/section/x.html", anchor="next", parent_relevance=0.5)
+    bad = LinkContext(url="http://a.com/archive/x.html", anchor="next", parent_relevance=0.5)
+    before = scorer.score(good).score - scorer.score(bad).score
+    for _ in range(200):
+        scorer.learn(good, 0.9)
+        scorer.learn(bad, 0.1)
+    after = scorer.score(good).score - scorer.score(bad).score
+    assert after > before + 0.2
+    assert scorer.model.updates == 400
+
+
+def test_link_model_prediction_is_a_probability():
+    model = LinkModel(buckets=1024)
+    indices = model.hash(["a:star", "u:planet"])
+    for _ in range(1000):
+        model.update(indices, 1.0)
+    assert 0.9 < model.predict(indices) <= 1.0
+
+
+# -- politeness
+
+
+def test_politeness_delay_concurrency_and_backoff():
+    now = [100.0]
+    politeness = Politeness(
+        PolitenessConfig(delay=2.0, concurrency=1, base_backoff=4, max_backoff=10),
+        clock=lambda: now[0],
+    )
+    assert politeness.is_ready("h")
+    politeness.dispatched("h", 1)
+    assert politeness.ready_at("h") == math.inf  # the one slot is taken
+    politeness.finished("h", 1)
+    assert politeness.ready_at("h") == pytest.approx(102.0)  # delay from the dispatch
+    now[0] = 102.0
+    assert politeness.is_ready("h")
+    assert politeness.backoff("h") == 4
+    assert politeness.backoff("h") == 8
+    assert politeness.backoff("h") == 10  # bounded
+    assert politeness.backoff("h", retry_after=1) == 1
+    assert politeness.ready_at("h") == pytest.approx(112.0)  # the longest hold wins
+    politeness.recovered("h")
+    assert politeness.backoff("h") == 4
+
+
+def test_download_slots_override_the_delay_per_host():
+    politeness = Politeness(PolitenessConfig(delay=0.0, slots={"slow.com": {"delay": 3}}))
+    assert politeness.delay("slow.com") == 3
+    assert politeness.delay("fast.com") == 0
+
+
+def test_retry_after_in_seconds_or_http_date():
+    assert parse_retry_after(b"120") == 120
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 - 60) == 60
+    assert parse_retry_after(b"soon") is None
+    assert parse_retry_after(None) is None
