@@ -25,6 +25,9 @@ FINGERPRINTER = "scrapy_focus.urls.CanonicalRequestFingerprinter"
 EXTRACTION_MIDDLEWARE = ("scrapy_focus.extract.middleware.ExtractionMiddleware", 585)
 REQUEUE_MIDDLEWARE = ("scrapy_focus.corpus.requeue.CorpusRequeueMiddleware", 40)
 # Before the user's pipelines (300+ by convention), so they see verdicts.
+HANDLER = "scrapy_focus.engines.handler.FocusDownloadHandler"
+# Below ExtractionMiddleware (585): it judges thin pages by the extraction.
+LADDER_MIDDLEWARE = ("scrapy_focus.engines.ladder.EngineLadderMiddleware", 580)
 SCHEDULER = "scrapy_focus.frontier.scheduler.FocusScheduler"
 # Low: it sees the requests other spider middlewares kept (depth, offsite, ...).
 LINK_CONTEXT_MIDDLEWARE = ("scrapy_focus.frontier.context.LinkContextMiddleware", 100)
@@ -49,6 +52,14 @@ class Addon:
 
         if settings.getbool("FOCUS_EXTRACT_ENABLED"):
             _add_component(settings, "DOWNLOADER_MIDDLEWARES", *EXTRACTION_MIDDLEWARE)
+
+        if settings.getbool("FOCUS_LADDER_ENABLED"):
+            handlers = settings.getdict("DOWNLOAD_HANDLERS")
+            for scheme in ("http", "https"):
+                if scheme not in handlers:  # a user's own handler stays
+                    handlers[scheme] = HANDLER
+            settings.set("DOWNLOAD_HANDLERS", handlers, priority=PRIORITY)
+            _add_component(settings, "DOWNLOADER_MIDDLEWARES", *LADDER_MIDDLEWARE)
 
         if settings.getbool("FOCUS_FRONTIER_ENABLED"):
             settings.set("SCHEDULER", SCHEDULER, priority=PRIORITY)

@@ -34,7 +34,7 @@ FOCUS_CORPUS_COMPRESSION_LEVEL = 3
 
 #: Request meta keys stored with each version, when JSON-serialisable.  Later
 #: components register theirs here (``focus_engine`` is stored anyway).
-FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus"]
+FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus", "focus_trace"]
 
 #: Canonical URLs: the Addon installs
 #: :class:`~scrapy_focus.urls.CanonicalRequestFingerprinter` so that every
@@ -172,6 +172,39 @@ FOCUS_BASE_BACKOFF = 5.0
 FOCUS_MAX_BACKOFF = 600.0
 #: Seconds between two "focus:" log lines (harvest rate, frontier size); 0: off.
 FOCUS_LOG_INTERVAL = 30.0
+
+
+# -- engines and the ladder (scrapy_focus.engines) ---------------------------------------
+
+#: FocusDownloadHandler for http/https and EngineLadderMiddleware.  Browser
+#: engines need the ``browser`` extra (scrapy-playwright); without it the
+#: ladder has one rung and switches itself off.
+FOCUS_LADDER_ENABLED = True
+#: The ladder, cheapest first.  Engines that cannot run here are skipped.
+FOCUS_ENGINES: list[str] = ["http", "chromium", "stealth"]
+#: Per-domain start engine, e.g. ``{"example.com": "chromium"}`` (subdomains too).
+FOCUS_ENGINE_DOMAINS: dict[str, str] = {}
+#: Chromium binary; None: Playwright's own build.  Debian: "/usr/bin/chromium".
+FOCUS_CHROMIUM_EXECUTABLE: str | None = None
+#: "auto": Camoufox when its browser is installed, else Firefox; "camoufox"; "firefox".
+FOCUS_STEALTH_BROWSER = "auto"
+#: Firefox binary for the stealth engine; None: firefox-esr or firefox on PATH.
+FOCUS_FIREFOX_EXECUTABLE: str | None = None
+#: Drive a stock Firefox over WebDriver BiDi (needed for Debian's firefox-esr).
+FOCUS_FIREFOX_BIDI = True
+FOCUS_BROWSER_MAX_PAGES = 4  # open pages per browser context
+FOCUS_BROWSER_CONTEXT_PAGES = 100  # a context is recycled after this many pages
+FOCUS_BROWSER_NAVIGATION_TIMEOUT = 30.0  # seconds
+FOCUS_BROWSER_BLOCK_RESOURCES = True  # no images, media, fonts, known trackers
+#: DomainHistory: how fast old evidence fades, and the share of probes of a
+#: cheaper engine than the learnt one.
+FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0
+FOCUS_HISTORY_PROBE_RATE = 0.05
+#: Circuit breaker: consecutive failures on every engine before a domain is
+#: held, for a cool-down that doubles up to the maximum.
+FOCUS_BREAKER_THRESHOLD = 5
+FOCUS_BREAKER_COOLDOWN = 60.0
+FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
 
 
 def defaults() -> dict[str, Any]:

@@ -9,6 +9,7 @@ Layout (named databases inside ``<crawl dir>/data.mdb``):
 ``states``    fingerprint → :class:`PageState`: the content contract's verdicts and history
 ``extracts``  fingerprint + version index → the accepted page item (JSON), for exports
 ``quarantine`` fingerprint → :class:`QuarantineEntry`
+``history``   domain + engine → the engine ladder's DomainHistory record (JSON)
 ``info``      ``schema`` and other facts about the corpus itself
 
 Every write is one LMDB transaction: a process killed at any moment leaves
@@ -42,6 +43,7 @@ _DB_NAMES = (
     b"states",
     b"extracts",
     b"quarantine",
+    b"history",
     b"info",
 )
 _INDEX = struct.Struct(">I")
@@ -357,8 +359,14 @@ class CorpusDB:
 
     # -- writing
 
-    def record_fetch(self, fetch: Fetch) -> Version:
-        """Store one fetched response; return the version it became (new or refreshed)."""
+    def record_fetch(self, fetch: Fetch, supersede: int | None = None) -> Version:
+        """Store one fetched response; return the version it became (new or refreshed).
+
+        *supersede*: the index of a version this fetch replaces (the engine ladder's
+        failed attempt at this page, stored moments ago); it is removed if it is
+        still the latest and was created by that attempt, so only the final
+        rendition stays in the corpus.
+        """
         digest = body_hash(fetch.body)
         bodies = self._dbs[b"bodies"]
         # Compress outside the write transaction, and only bodies not seen yet,
@@ -375,11 +383,19 @@ class CorpusDB:
             page = PageRecord.from_bytes(page_raw) if page_raw is not None else None
             latest = None
             if page is not None and page.version_count:
-                latest_raw = txn.get(
-                    fetch.fingerprint + _INDEX.pack(page.version_count - 1),
-                    db=self._dbs[b"versions"],
+                latest = self._version_in(txn, fetch.fingerprint, page.version_count - 1)
+            if (
+                supersede is not None
+                and latest is not None
+                and latest.index == supersede
+                and latest.fetch_count == 1
+            ):
+                txn.delete(fetch.fingerprint + _INDEX.pack(latest.index), db=self._dbs[b"versions"])
+                latest = (
+                    self._version_in(txn, fetch.fingerprint, latest.index - 1)
+                    if latest.index
+                    else None
                 )
-                latest = Version.from_bytes(latest_raw) if latest_raw is not None else None
             version = _next_version(latest, fetch, digest.hex())
             txn.put(
                 fetch.fingerprint + _INDEX.pack(version.index),
@@ -398,6 +414,10 @@ class CorpusDB:
             return version
 
         return self._write(work)
+
+    def _version_in(self, txn: lmdb.Transaction, fingerprint: bytes, index: int) -> Version | None:
+        raw = txn.get(fingerprint + _INDEX.pack(index), db=self._dbs[b"versions"])
+        return Version.from_bytes(raw) if raw is not None else None
 
     # -- reading
 
@@ -492,6 +512,15 @@ class CorpusDB:
     def iter_states(self) -> Iterator[PageState]:
         for _key, raw in _scan_db(self._dbs[b"states"], self._read):
             yield PageState.from_bytes(raw)
+
+    # -- the engine ladder's DomainHistory
+
+    def get_history(self, key: bytes) -> bytes | None:
+        raw = self._read(lambda txn: txn.get(key, db=self._dbs[b"history"]))
+        return bytes(raw) if raw is not None else None
+
+    def put_history(self, key: bytes, value: bytes) -> None:
+        self._write(lambda txn: txn.put(key, value, db=self._dbs[b"history"]))
 
     # -- quarantine
 

@@ -121,6 +121,7 @@ class LmdbCacheStorage:
             return None
         request.meta["cache_timestamp"] = version.fetched_at
         request.meta["focus_corpus_version"] = version.index
+        request.meta["focus_engine"] = version.engine  # provenance of the stored rendition
         return response_from_version(version, body)
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
@@ -142,7 +143,8 @@ class LmdbCacheStorage:
                 protocol=response.protocol,
                 content_encoding=decoded,
                 meta=self._meta(request),
-            )
+            ),
+            supersede=request.meta.get("focus_supersede"),
         )
         self._inc("focus/corpus/store")
         if version.fetch_count > 1:

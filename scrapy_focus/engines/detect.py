@@ -1,0 +1,151 @@
+"""Is this response real content?  Block, challenge, SPA-shell and thin-content detectors.
+
+Pure functions of a :class:`Page` (status, headers, decoded text, extraction
+measures), testable without a crawl.  Vendor markers are matched where they
+live: named headers (``cf-mitigated``, ``x-datadome``, ``x-iinfo``...), the
+``<title>``, and ``src``/``action`` attributes of scripts, iframes and forms.
+Never a free-text search over all headers: a CSP header that names a vendor
+is not a block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+GENUINE_STATUSES = frozenset({404, 410, 400, 401, 405, 406, 409, 411, 413, 414, 415, 416, 422})
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_SRC = re.compile(
+    r"<(?:script|iframe|form|img|link)\b[^>]*?\b(?:src|action|href)\s*=\s*"
+    r"[\"']([^\"']+)[\"']",
+    re.I,
+)
+_SCRIPT = re.compile(r"<script\b", re.I)
+_MOUNT = re.compile(
+    r"""<(?:div|main|section|body)\b[^>]*\bid\s*=\s*["'](root|app|__next|__nuxt|"""
+    r"""svelte|ember-app|main-app)["']""",
+    re.I,
+)
+_NEXT_DATA = re.compile(r"""id\s*=\s*["']__NEXT_DATA__["']""", re.I)
+_TAGS = re.compile(r"<script\b.*?</script>|<style\b.*?</style>|<!--.*?-->|<[^>]+>", re.I | re.S)
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Page:
+    """What the detectors look at."""
+
+    status: int
+    headers: Mapping[str, str]  # lower-case names, first value
+    html: str  # decoded by scrapy_focus.text
+    text_chars: int | None = None  # extracted main text (None: not extracted)
+    is_html: bool = True
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "ok" | "genuine" | "blocked" | "shell" | "thin"
+    reason: str = ""
+
+    @property
+    def escalate(self) -> bool:
+        return self.kind in {"blocked", "shell", "thin"}
+
+
+OK = Verdict("ok")
+
+
+def title_of(html: str) -> str:
+    match = _TITLE.search(html[:50_000])
+    return _SPACES.sub(" ", match.group(1)).strip() if match else ""
+
+
+def visible_text_chars(html: str) -> int:
+    body = html[:500_000]
+    return len(_SPACES.sub(" ", _TAGS.sub(" ", body)).strip())
+
+
+def vendor_challenge(page: Page) -> str | None:
+    """The anti-bot vendor whose challenge or block page this is, if any."""
+    headers = page.headers
+    if headers.get("cf-mitigated", "").lower() == "challenge":
+        return "cloudflare"
+    title = title_of(page.html).lower()
+    sources = [src.lower() for src in _SRC.findall(page.html[:200_000])]
+
+    def any_source(*needles: str) -> bool:
+        return any(needle in src for src in sources for needle in needles)
+
+    if title.startswith("just a moment") or any_source("/cdn-cgi/challenge-platform/", "__cf_chl_"):
+        return "cloudflare"
+    if "window._cf_chl_opt" in page.html[:200_000]:
+        return "cloudflare"
+    if any_source("captcha-delivery.com") or (
+        "x-datadome" in headers and page.status in (403, 429)
+    ):
+        return "datadome"
+    if any_source("captcha.px-cdn.net", "/px/client/", "px-cloud.net") or (
+        title == "access to this page has been denied" and "_pxappid" in page.html[:50_000].lower()
+    ):
+        return "perimeterx"
+    if any_source("_incapsula_resource") or ("x-iinfo" in headers and page.status in (403, 503)):
+        return "imperva"
+    server = headers.get("server", "").lower()
+    if page.status == 403 and (
+        server.startswith("akamaighost")
+        or (title == "access denied" and "errors.edgesuite.net" in page.html[:50_000].lower())
+    ):
+        return "akamai"
+    return None
+
+
+def blocked(page: Page) -> str | None:
+    """Why this response is a block or a challenge, or None."""
+    if page.status == 429:
+        return "http-429"
+    vendor = vendor_challenge(page)
+    if vendor is not None:
+        return f"challenge-{vendor}"
+    if page.status in (403, 503) and page.is_html and page.html.strip():
+        return f"http-{page.status}-html"
+    return None
+
+
+def spa_shell(page: Page, max_visible_chars: int = 200) -> bool:
+    """A small document whose visible text is near zero while a mount point or
+    scripts are present: the content comes with JavaScript.  A page with
+    ``__NEXT_DATA__`` *and* real text (server-rendered) is not a shell."""
+    if not page.is_html or page.status != 200:
+        return False
+    visible = visible_text_chars(page.html)
+    if visible > max_visible_chars:
+        return False
+    if _NEXT_DATA.search(page.html) and visible > 40:
+        return False
+    return bool(_MOUNT.search(page.html)) or bool(_SCRIPT.search(page.html))
+
+
+def thin(page: Page, min_content_chars: int) -> bool:
+    """Extracted main text below the minimum, on a page where a browser could help
+    (it runs scripts).  A static page without scripts is as thin in a browser."""
+    if not page.is_html or page.status != 200 or page.text_chars is None:
+        return False
+    return page.text_chars < min_content_chars and bool(_SCRIPT.search(page.html))
+
+
+def judge(page: Page, min_content_chars: int = 100) -> Verdict:
+    """The ladder's one question: is this real content, or should a stronger engine try?"""
+    reason = blocked(page)
+    if reason is not None:
+        return Verdict("blocked", reason)
+    if page.status in GENUINE_STATUSES or 300 <= page.status < 400:
+        return Verdict("genuine", f"http-{page.status}")
+    if page.status >= 500:
+        return Verdict("genuine", f"http-{page.status}")  # retries are RetryMiddleware's job
+    if spa_shell(page):
+        return Verdict("shell", "spa-shell")
+    if thin(page, min_content_chars):
+        return Verdict("thin", f"thin-{page.text_chars}-chars")
+    return OK

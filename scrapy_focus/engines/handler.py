@@ -1,0 +1,396 @@
+"""``FocusDownloadHandler``: one download handler, three engines.
+
+Routes each request by ``request.meta["focus_engine"]``:
+
+``http``      Scrapy's own HTTP handler;
+``chromium``  headless Chromium through scrapy-playwright (``FOCUS_CHROMIUM_EXECUTABLE``,
+              e.g. Debian's ``/usr/bin/chromium``, or Playwright's own build);
+``stealth``   Firefox through scrapy-playwright: Camoufox when its browser is
+              installed, else a configured Firefox (``FOCUS_FIREFOX_EXECUTABLE``,
+              e.g. Debian's ``firefox-esr`` over WebDriver BiDi).  Same code path;
+              :func:`available_engines` says which browser runs.
+
+scrapy-playwright runs one browser type per handler instance, so each browser
+engine gets its own instance, built with that engine's settings.  A request with
+``meta["playwright"]`` set by the user (and no ``focus_engine``) goes to Chromium,
+as it would with scrapy-playwright alone.  Browser fetches stay inside Scrapy's
+download slots, so per-host politeness applies to them too.
+
+Hygiene: pages are closed by scrapy-playwright after each response (also on
+errors); at most ``FOCUS_BROWSER_MAX_PAGES`` pages per context; contexts are
+recycled every ``FOCUS_BROWSER_CONTEXT_PAGES`` pages; images, media, fonts and
+known trackers are not loaded (``FOCUS_BROWSER_BLOCK_RESOURCES``); browsers and
+drivers are closed with the handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import inspect
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import build_from_crawler, load_object
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+HTTP_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+BLOCKED_RESOURCE_TYPES = frozenset({"image", "media", "font"})
+TRACKER_HOSTS = (
+    "google-analytics.com",
+    "googletagmanager.com",
+    "doubleclick.net",
+    "facebook.net",
+    "hotjar.com",
+    "segment.io",
+    "scorecardresearch.com",
+)
+
+
+CAMOUFOX_PROVIDER = "scrapy_focus.engines.handler.CamoufoxBrowserProvider"
+
+
+class EngineError(RuntimeError):
+    """An engine cannot run; the message says which and what to change."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    engine: str
+    browser: str  # "scrapy-http", "chromium", "camoufox", "firefox-esr", ...
+    settings: dict[str, Any]  # PLAYWRIGHT_* settings of its handler instance
+
+
+def _playwright_installed() -> bool:
+    return importlib.util.find_spec("scrapy_playwright") is not None
+
+
+def camoufox_browser() -> str | None:
+    """Path of an installed Camoufox browser, or None (never downloads)."""
+    if importlib.util.find_spec("camoufox") is None:
+        return None
+    try:
+        from camoufox.multiversion import get_active_path
+
+        active = get_active_path()
+    except Exception:
+        return None
+    return str(active) if active else None
+
+
+def check_camoufox_playwright() -> None:
+    """Camoufox pins Playwright versions: refuse a mismatch at start-up, clearly."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    installed = Version(importlib.metadata.version("playwright"))
+    for line in importlib.metadata.requires("camoufox") or []:
+        requirement = Requirement(line)
+        if (
+            requirement.name == "playwright"
+            and not requirement.marker
+            and installed not in requirement.specifier
+        ):
+            raise EngineError(
+                f"camoufox {importlib.metadata.version('camoufox')} needs "
+                f"playwright{requirement.specifier}, but playwright {installed} is "
+                "installed: pip install 'playwright" + str(requirement.specifier) + "' "
+                "or set FOCUS_STEALTH_BROWSER = 'firefox'"
+            )
+
+
+def available_engines(settings: BaseSettings) -> dict[str, EngineInfo]:
+    """The engines this machine can run, in ladder order, from settings and what is installed."""
+    wanted = settings.getlist("FOCUS_ENGINES") or ["http", "chromium", "stealth"]
+    found: dict[str, EngineInfo] = {}
+    common = {
+        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": settings.getint("FOCUS_BROWSER_MAX_PAGES", 4),
+        "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": settings.getfloat(
+            "FOCUS_BROWSER_NAVIGATION_TIMEOUT", 30.0
+        )
+        * 1000,
+    }
+    if settings.getbool("FOCUS_BROWSER_BLOCK_RESOURCES", True):
+        common["PLAYWRIGHT_ABORT_REQUEST"] = "scrapy_focus.engines.handler.should_abort_request"
+    for engine in wanted:
+        if engine == "http":
+            found["http"] = EngineInfo("http", "scrapy-http", {})
+        elif engine == "chromium" and _playwright_installed():
+            executable = settings.get("FOCUS_CHROMIUM_EXECUTABLE") or None
+            if executable and not os.path.exists(executable):
+                logger.warning(
+                    "FOCUS_CHROMIUM_EXECUTABLE=%s does not exist: chromium engine disabled",
+                    executable,
+                )
+                continue
+            launch: dict[str, Any] = {"headless": True, "args": CHROMIUM_ARGS}
+            if executable:
+                launch["executable_path"] = executable
+            found["chromium"] = EngineInfo(
+                "chromium",
+                "chromium",
+                {
+                    **common,
+                    "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+                    "PLAYWRIGHT_LAUNCH_OPTIONS": launch,
+                },
+            )
+        elif engine == "stealth" and _playwright_installed():
+            info = _stealth_engine(settings, common)
+            if info is not None:
+                found["stealth"] = info
+    return found
+
+
+def _stealth_engine(settings: BaseSettings, common: dict[str, Any]) -> EngineInfo | None:
+    choice = settings.get("FOCUS_STEALTH_BROWSER", "auto")
+    if choice in ("auto", "camoufox") and camoufox_browser():
+        check_camoufox_playwright()
+        return EngineInfo(
+            "stealth",
+            "camoufox",
+            {
+                **common,
+                "PLAYWRIGHT_BROWSER_TYPE": "firefox",
+                "PLAYWRIGHT_BROWSER_PROVIDER": CAMOUFOX_PROVIDER,
+                "PLAYWRIGHT_LAUNCH_OPTIONS": {"headless": True},
+            },
+        )
+    if choice == "camoufox":
+        raise EngineError(
+            "FOCUS_STEALTH_BROWSER='camoufox' but no Camoufox browser is "
+            "installed (run `camoufox fetch` on a machine with internet)"
+        )
+    executable = (
+        settings.get("FOCUS_FIREFOX_EXECUTABLE")
+        or shutil.which("firefox-esr")
+        or shutil.which("firefox")
+    )
+    if not executable or not os.path.exists(executable):
+        logger.info("No Firefox found (FOCUS_FIREFOX_EXECUTABLE): stealth engine skipped")
+        return None
+    launch = {"headless": True, "executable_path": executable}
+    if settings.getbool("FOCUS_FIREFOX_BIDI", True):
+        launch["channel"] = "moz-firefox"  # a stock Firefox speaks WebDriver BiDi, not Juggler
+    return EngineInfo(
+        "stealth",
+        os.path.basename(executable),
+        {**common, "PLAYWRIGHT_BROWSER_TYPE": "firefox", "PLAYWRIGHT_LAUNCH_OPTIONS": launch},
+    )
+
+
+def should_abort_request(request: Any) -> bool:
+    """PLAYWRIGHT_ABORT_REQUEST: skip what a text crawl never reads."""
+    if request.resource_type in BLOCKED_RESOURCE_TYPES:
+        return True
+    host = urlsplit(request.url).hostname or ""
+    return host.endswith(TRACKER_HOSTS)
+
+
+class CamoufoxBrowserProvider:
+    """scrapy-playwright browser provider that launches Camoufox."""
+
+    def __init__(self, config: Any) -> None:
+        from scrapy_playwright.provider import PlaywrightBrowserProvider
+
+        self._inner = PlaywrightBrowserProvider(config)
+        self.config = config
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    async def launch_browser(self) -> Any:
+        from camoufox.async_api import AsyncNewBrowser
+
+        return await AsyncNewBrowser(self._inner.playwright, **self.config.launch_options)
+
+    async def launch_persistent_context(self, context_kwargs: dict) -> Any:
+        from scrapy.exceptions import NotSupported
+
+        raise NotSupported("persistent contexts are not supported with Camoufox here")
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+class _CrawlerView:
+    """The crawler, as seen by one browser's handler: its own PLAYWRIGHT_* settings."""
+
+    def __init__(self, crawler: Crawler, overrides: dict[str, Any]) -> None:
+        self._crawler = crawler
+        settings = crawler.settings.copy()
+        settings.frozen = False  # a private copy: the crawler's own settings stay frozen
+        settings.update(overrides, priority="cmdline")
+        settings.freeze()
+        self.settings = settings
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._crawler, name)
+
+
+class _Engines:
+    """The crawler's engine handlers, shared by the handler of each scheme.
+
+    Browser engines start on first use: a crawl that never escalates never
+    starts a browser or a Playwright driver.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.info = available_engines(crawler.settings)
+        http_path = crawler.settings.get("FOCUS_HTTP_HANDLER") or HTTP_HANDLER
+        self.handlers: dict[str, Any] = {
+            "http": build_from_crawler(load_object(http_path), crawler)
+        }
+        self._lock: Any = None
+        self.users = 0
+        for engine, info in self.info.items():
+            crawler.stats.set_value(f"focus/engine/{engine}/browser", info.browser)
+        logger.info("Engines: %s", ", ".join(f"{e} ({i.browser})" for e, i in self.info.items()))
+
+    async def handler(self, engine: str) -> Any:
+        if engine in self.handlers:
+            return self.handlers[engine]
+        if engine not in self.info:
+            return None
+        import asyncio
+
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if engine not in self.handlers:
+                from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+                handler = ScrapyPlaywrightDownloadHandler(
+                    _CrawlerView(self.crawler, self.info[engine].settings)
+                )
+                # scrapy-playwright starts its driver on engine_started, which has
+                # passed: start it the way that signal handler would.
+                launch = getattr(handler, "_maybe_launch_in_thread", None) or handler._launch
+                await launch()
+                self.handlers[engine] = handler
+                logger.info("Started the %s engine (%s)", engine, self.info[engine].browser)
+        return self.handlers[engine]
+
+    async def close(self) -> None:
+        for engine, handler in self.handlers.items():
+            try:
+                result = handler.close()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                logger.exception("Closing the %s engine failed", engine)
+
+
+_SHARED: WeakKeyDictionary[Any, _Engines] = WeakKeyDictionary()
+
+
+class FocusDownloadHandler:
+    lazy = False
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        if crawler not in _SHARED:
+            _SHARED[crawler] = _Engines(crawler)
+        self._shared = _SHARED[crawler]
+        self._shared.users += 1
+        self.engines = self._shared.info
+        self.context_pages = crawler.settings.getint("FOCUS_BROWSER_CONTEXT_PAGES", 100)
+        self._pages: dict[str, int] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FocusDownloadHandler:
+        return cls(crawler)
+
+    def engine_for(self, request: Request) -> str:
+        engine = request.meta.get("focus_engine")
+        if engine:
+            return str(engine)
+        return "chromium" if request.meta.get("playwright") else "http"
+
+    async def download_request(self, request: Request, spider: Any = None) -> Response:
+        engine = self.engine_for(request)
+        handler = await self._shared.handler(engine)
+        if handler is None:
+            raise EngineError(
+                f"engine {engine!r} is not available for {request.url}: available are "
+                f"{', '.join(self.engines)} (see FOCUS_ENGINES and the browser settings)"
+            )
+        if engine != "http":
+            request.meta["playwright"] = True
+            request.meta.setdefault("playwright_context", self._context_name(engine))
+        self.stats.inc_value(f"focus/engine/{engine}/requests")
+        result = _call(handler.download_request, request, spider or self.crawler.spider)
+        response = await result if inspect.isawaitable(result) else result
+        if engine != "http":
+            await self._recycle(engine, handler)
+        return response
+
+    def _context_name(self, engine: str) -> str:
+        count = self._pages.get(engine, 0)
+        self._pages[engine] = count + 1
+        return f"focus-{engine}-{count // max(1, self.context_pages)}"
+
+    def _current_context(self, engine: str) -> str:
+        count = max(0, self._pages.get(engine, 0) - 1)
+        return f"focus-{engine}-{count // max(1, self.context_pages)}"
+
+    async def _recycle(self, engine: str, handler: Any) -> None:
+        """Close contexts of earlier generations once no page uses them."""
+        current = self._current_context(engine)
+        wrappers = getattr(handler, "context_wrappers", {})
+        for name in list(wrappers):
+            if name.startswith(f"focus-{engine}-") and name != current:
+                wrapper = wrappers[name]
+                if not wrapper.context.pages:
+                    wrappers.pop(name, None)
+                    with contextlib.suppress(Exception):  # closed with its browser already
+                        await wrapper.context.close()
+                    self.stats.inc_value(f"focus/engine/{engine}/contexts_recycled")
+
+    async def close(self) -> None:
+        self._shared.users -= 1
+        if self._shared.users == 0:
+            _SHARED.pop(self.crawler, None)
+            await self._shared.close()
+
+
+def _call(method: Any, request: Request, spider: Any) -> Any:
+    """Call a handler's download_request, old (Deferred, spider) or new (async) style."""
+    params = inspect.signature(method).parameters
+    result = method(request, spider) if "spider" in params else method(request)
+    if hasattr(result, "addCallback"):  # a Deferred
+        return maybe_deferred_to_future(result)
+    return result
+
+
+def engines_or_not_configured(settings: BaseSettings) -> dict[str, EngineInfo]:
+    engines = available_engines(settings)
+    if len(engines) < 2:
+        raise NotConfigured("the engine ladder needs at least two engines")
+    return engines

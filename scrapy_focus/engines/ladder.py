@@ -1,0 +1,271 @@
+"""``EngineLadderMiddleware``: start with the cheapest engine that works, escalate when not.
+
+A downloader middleware placed below ``ExtractionMiddleware`` (it reads the
+extraction to judge thin pages):
+
+* **start engine** (``process_request``): ``meta["focus_engine"]`` if set, else
+  ``FOCUS_ENGINE_DOMAINS`` for the domain, else :class:`~.history.DomainHistory`'s
+  choice (which now and then probes a cheaper engine), else ``http``;
+* **escalate** (``process_response`` / ``process_exception``): a block or a
+  challenge, an SPA shell, thin content where a browser could help, a network
+  error or a timeout re-issue the request with the next engine, through the
+  scheduler (``dont_filter``, same fingerprint, ``focus_refresh`` so the corpus
+  fetches it anew, and ``focus_supersede`` so the corpus keeps only the final
+  rendition).  404/410 and other genuine answers are final; so is the last engine;
+* **provenance**: ``meta["focus_engine"]`` is the engine that produced the final
+  response and ``meta["focus_trace"]`` lists every attempt (engine, browser,
+  status, verdict, seconds, extracted characters);
+* **backoff and breaker**: 429/503 hold the host in the frontier (``Retry-After``
+  honoured, see :mod:`scrapy_focus.frontier.politeness`); a domain that fails on
+  every engine ``FOCUS_BREAKER_THRESHOLD`` times in a row is held for a cool-down
+  (its requests wait in the frontier), then probed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request, Response, TextResponse
+from twisted.internet.error import DNSLookupError
+
+from scrapy_focus.corpus.db import acquire, release
+from scrapy_focus.corpus.storage import CorpusConfig
+from scrapy_focus.engines.breaker import CircuitBreaker
+from scrapy_focus.engines.detect import Page, judge
+from scrapy_focus.engines.handler import EngineInfo, available_engines
+from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
+from scrapy_focus.frontier.politeness import parse_retry_after, politeness_for
+from scrapy_focus.text import decode
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+_DROP_ON_ESCALATION = (
+    "focus_extraction",
+    "focus_extraction_failure",
+    "focus_extraction_error",
+    "focus_extraction_worker",
+    "playwright",
+    "playwright_context",
+    "playwright_page",
+    "download_latency",
+    "cached_response",
+    "_dont_cache",
+)
+_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (DNSLookupError,)
+try:  # Scrapy >= 2.14 names its own DNS error
+    from scrapy.exceptions import CannotResolveHostError
+
+    _NO_ESCALATION_ERRORS += (CannotResolveHostError,)
+except ImportError:  # pragma: no cover
+    pass
+
+
+def domain_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+class EngineLadderMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("FOCUS_LADDER_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.engines: dict[str, EngineInfo] = available_engines(settings)
+        self.order = list(self.engines)
+        self.overrides = {d.lower(): e for d, e in settings.getdict("FOCUS_ENGINE_DOMAINS").items()}
+        self.min_chars = settings.getint("FOCUS_MIN_CONTENT_CHARS", 100)
+        self.history = DomainHistory(
+            MemoryHistoryStore(),
+            engines=self.order,
+            half_life=settings.getfloat("FOCUS_HISTORY_HALF_LIFE", 6 * 3600.0),
+            probe_rate=settings.getfloat("FOCUS_HISTORY_PROBE_RATE", 0.05),
+        )
+        self.breaker = CircuitBreaker(
+            threshold=settings.getint("FOCUS_BREAKER_THRESHOLD", 5),
+            cooldown=settings.getfloat("FOCUS_BREAKER_COOLDOWN", 60.0),
+            max_cooldown=settings.getfloat("FOCUS_BREAKER_MAX_COOLDOWN", 3600.0),
+        )
+        self.politeness = politeness_for(crawler)
+        self.corpus = CorpusConfig.from_settings(settings)
+        self._db: Any = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Spider) -> None:
+        # History persists next to the corpus, so a later crawl starts where this one learnt.
+        self._db = acquire(
+            self.corpus.corpus_path(spider.name),
+            map_size=self.corpus.map_size,
+            fsync=self.corpus.fsync,
+        )
+        self.history.store = CorpusHistoryStore(self._db)
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self._db is not None:
+            release(self._db)
+            self._db = None
+
+    # -- start engine
+
+    def choose(self, request: Request) -> tuple[str, str]:
+        """The engine a new request starts with, and why."""
+        meta = request.meta
+        if meta.get("focus_engine"):
+            return str(meta["focus_engine"]), "meta"
+        if meta.get("playwright"):
+            return "chromium", "playwright-meta"
+        domain = domain_of(request.url)
+        for suffix, engine in self.overrides.items():
+            if domain == suffix or domain.endswith("." + suffix):
+                return engine, "override"
+        engine, probe = self.history.start_engine(domain)
+        return engine, ("probe" if probe else "history")
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
+        meta = request.meta
+        if "focus_trace" not in meta:
+            engine, why = self.choose(request)
+            if engine not in self.engines:
+                logger.warning("Engine %r is not available for %s; using http", engine, request.url)
+                engine, why = "http", "unavailable"
+            meta["focus_engine"] = engine
+            meta["focus_start_reason"] = why
+            meta["focus_trace"] = []
+            self.stats.inc_value(f"focus/ladder/start/{engine}")
+            if why == "probe":
+                self.stats.inc_value("focus/ladder/probe")
+        domain = domain_of(request.url)
+        if self.breaker.state(domain) == "open":
+            # Hold it: back to the frontier, which keeps the domain waiting.
+            self.stats.inc_value("focus/breaker/held")
+            return request.replace(dont_filter=True)
+        meta["focus_attempt_started"] = time.monotonic()
+        return None
+
+    # -- judging and escalating
+
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        meta = request.meta
+        engine = str(meta.get("focus_engine") or "http")
+        if "cached" in response.flags:
+            return response  # it was the final rendition when it was stored
+        seconds = time.monotonic() - meta.get("focus_attempt_started", time.monotonic())
+        extraction = meta.get("focus_extraction")
+        verdict = judge(self._page(response, extraction), self.min_chars)
+        domain = domain_of(request.url)
+        meta["focus_trace"] = [
+            *meta.get("focus_trace", []),
+            {
+                "engine": engine,
+                "browser": self.engines[engine].browser if engine in self.engines else engine,
+                "status": response.status,
+                "verdict": verdict.kind,
+                "reason": verdict.reason,
+                "seconds": round(seconds, 3),
+                "chars": extraction.text_chars if extraction is not None else None,
+            },
+        ]
+        self.stats.inc_value(f"focus/ladder/verdict/{verdict.kind}")
+        if response.status in (429, 503):
+            self.politeness.backoff(domain, parse_retry_after(response.headers.get(b"Retry-After")))
+        if not verdict.escalate:
+            self.history.observe(domain, engine, "success", seconds)
+            self.breaker.success(domain)
+            self.stats.inc_value(f"focus/ladder/final/{engine}")
+            return response
+        outcome = "blocked" if verdict.kind == "blocked" else "failure"
+        self.history.observe(domain, engine, outcome, seconds)
+        escalated = self._escalate(request, engine, verdict.reason)
+        if escalated is not None:
+            return escalated
+        self._final_failure(domain)
+        return response
+
+    def process_exception(
+        self, request: Request, exception: Exception, spider: Spider | None = None
+    ) -> Request | None:
+        if isinstance(exception, _NO_ESCALATION_ERRORS):
+            return None  # no engine resolves a name that does not exist
+        meta = request.meta
+        engine = str(meta.get("focus_engine") or "http")
+        seconds = time.monotonic() - meta.get("focus_attempt_started", time.monotonic())
+        domain = domain_of(request.url)
+        reason = type(exception).__name__
+        meta["focus_trace"] = [
+            *meta.get("focus_trace", []),
+            {
+                "engine": engine,
+                "browser": self.engines[engine].browser if engine in self.engines else engine,
+                "status": None,
+                "verdict": "error",
+                "reason": reason,
+                "seconds": round(seconds, 3),
+                "chars": None,
+            },
+        ]
+        self.history.observe(domain, engine, "failure", seconds)
+        escalated = self._escalate(request, engine, reason)
+        if escalated is None:
+            self._final_failure(domain)
+        return escalated
+
+    def _escalate(self, request: Request, engine: str, reason: str) -> Request | None:
+        position = self.order.index(engine) if engine in self.order else len(self.order)
+        if position + 1 >= len(self.order):
+            self.stats.inc_value("focus/ladder/exhausted")
+            return None
+        following = self.order[position + 1]
+        meta = {k: v for k, v in request.meta.items() if k not in _DROP_ON_ESCALATION}
+        meta["focus_engine"] = following
+        meta["focus_refresh"] = True  # the corpus must fetch it, not serve the failed attempt
+        if request.meta.get("focus_corpus_version") is not None:
+            meta["focus_supersede"] = request.meta["focus_corpus_version"]
+        self.stats.inc_value(f"focus/ladder/escalate/{engine}-{following}")
+        logger.debug("Escalating %s from %s to %s: %s", request.url, engine, following, reason)
+        return request.replace(dont_filter=True, meta=meta)
+
+    def _final_failure(self, domain: str) -> None:
+        cooldown = self.breaker.failure(domain)
+        if cooldown is not None:
+            self.politeness.backoff(domain, cooldown)
+            self.stats.inc_value("focus/breaker/opened")
+            logger.warning(
+                "Circuit breaker open for %s: every engine failed; holding its requests for %.0fs",
+                domain,
+                cooldown,
+            )
+
+    def _page(self, response: Response, extraction: Any) -> Page:
+        content_type = response.headers.get(b"Content-Type") or b""
+        is_html = isinstance(response, TextResponse) and (
+            not content_type or b"html" in content_type.lower()
+        )
+        html = decode(response.body, content_type).text if is_html else ""
+        headers = {
+            name.decode("latin-1").lower(): (values[0] if values else b"").decode("latin-1")
+            for name, values in response.headers.items()
+        }
+        return Page(
+            status=response.status,
+            headers=headers,
+            html=html,
+            text_chars=extraction.text_chars if extraction is not None else None,
+            is_html=is_html,
+        )
