@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response, TextResponse
-from twisted.internet.error import DNSLookupError
+from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
 from scrapy_focus.corpus.db import acquire, release
 from scrapy_focus.corpus.storage import CorpusConfig
@@ -61,11 +61,13 @@ _DROP_ON_ESCALATION = (
     "cached_response",
     "_dont_cache",
 )
-_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (DNSLookupError,)
-try:  # Scrapy >= 2.14 names its own DNS error
-    from scrapy.exceptions import CannotResolveHostError
+# No engine reaches a host whose name does not resolve or whose port is closed;
+# timeouts and dropped connections (a common anti-bot answer) do escalate.
+_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (DNSLookupError, ConnectionRefusedError)
+try:  # Scrapy >= 2.14 wraps them in its own exceptions
+    from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
 
-    _NO_ESCALATION_ERRORS += (CannotResolveHostError,)
+    _NO_ESCALATION_ERRORS += (CannotResolveHostError, DownloadConnectionRefusedError)
 except ImportError:  # pragma: no cover
     pass
 
@@ -202,7 +204,7 @@ class EngineLadderMiddleware:
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> Request | None:
         if isinstance(exception, _NO_ESCALATION_ERRORS):
-            return None  # no engine resolves a name that does not exist
+            return None
         meta = request.meta
         engine = str(meta.get("focus_engine") or "http")
         seconds = time.monotonic() - meta.get("focus_attempt_started", time.monotonic())
