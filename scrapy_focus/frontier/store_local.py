@@ -14,6 +14,19 @@ Contract (what the scheduler relies on):
   ``leases`` until ``ack(lease_key)``.  ``open`` puts every unacknowledged
   lease back in the queue, so a killed crawl loses no request it had taken.
 * ``seen_add(fingerprint)`` is True the first time a fingerprint is offered.
+
+Durability: every call works in one open LMDB write transaction, committed
+every ``commit_every`` writes or ``commit_interval`` seconds (whichever comes
+first), at :meth:`commit` and at :meth:`close`; reads see the writes not yet
+committed.  A crawl killed (SIGKILL) therefore resumes from the state of the
+last commit, an earlier state of the whole store at once (queue, leases, seen
+set, sequence): a push of the last second may be undone, but then so is the
+acknowledgement of the page it was found on (acknowledged after its links
+were pushed), so that page is still leased, goes back in line and is read
+again (from the corpus), and its links are discovered again; their seen marks
+were undone with them.  A request popped or acknowledged in that second comes
+back: at least once, never lost.  ``sync=False``: a commit reaches the OS,
+not the platter; the machine losing power may lose more.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from __future__ import annotations
 import shutil
 import struct
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +74,13 @@ def decode_key(key: bytes) -> tuple[int, int, float, int]:
 
 
 class LmdbFrontierStore:
-    def __init__(self, directory: str | Path | None, map_size: int = 1 << 40) -> None:
+    def __init__(
+        self,
+        directory: str | Path | None,
+        map_size: int = 1 << 40,
+        commit_every: int = 2000,
+        commit_interval: float = 1.0,
+    ) -> None:
         # 1 TiB of address space, not of disk: the file grows with the data, and
         # no other process maps it, so there is no reason to grow it by steps.
         self._temporary = directory is None
@@ -85,6 +105,14 @@ class LmdbFrontierStore:
         self._state = self.env.open_db(b"state")
         self.host_ids: dict[str, int] = {}
         self.host_names: dict[int, str] = {}
+        self.commit_every = max(1, commit_every)
+        self.commit_interval = commit_interval
+        # The open write transaction (see "Durability" above), its cursor on
+        # the queue, and the writes it holds.
+        self._txn: lmdb.Transaction | None = None
+        self._cursor: lmdb.Cursor | None = None
+        self._writes = 0
+        self._opened = 0.0
         self._seq = 0
         self._size = 0
         self._load()
@@ -106,13 +134,49 @@ class LmdbFrontierStore:
                 txn.delete(key, db=self._leases)
             self._size = txn.stat(self._queue)["entries"]
 
+    def commit(self) -> None:
+        """Make every write so far durable (against a killed process)."""
+        txn = self._txn
+        if txn is None:
+            return
+        self._txn = self._cursor = None
+        if self._writes:
+            # The sequence goes with the keys that use it: never behind them.
+            txn.put(b"seq", str(self._seq).encode(), db=self._state)
+            txn.commit()
+        else:
+            txn.abort()
+        self._writes = 0
+
     def close(self) -> None:
+        self.commit()
         with self.env.begin(write=True) as txn:
             txn.put(b"seq", str(self._seq).encode(), db=self._state)
         self.env.sync(True)
         self.env.close()
         if self._temporary:
             shutil.rmtree(self.path, ignore_errors=True)
+
+    def _txn_now(self) -> lmdb.Transaction:
+        txn = self._txn
+        if txn is None:
+            txn = self._txn = self.env.begin(write=True)
+            self._opened = time.monotonic()
+        return txn
+
+    def _queue_cursor(self) -> lmdb.Cursor:
+        cursor = self._cursor
+        if cursor is None:
+            cursor = self._cursor = self._txn_now().cursor(db=self._queue)
+        return cursor
+
+    def _wrote(self, count: int = 1) -> None:
+        self._writes += count
+        if (
+            self._writes >= self.commit_every
+            or time.monotonic() - self._opened >= self.commit_interval
+        ):
+            self.commit()
 
     # -- the queue
 
@@ -121,12 +185,13 @@ class LmdbFrontierStore:
 
     def hosts(self) -> Iterator[str]:
         """Hosts with at least one pending entry."""
-        with self.env.begin() as txn, txn.cursor(db=self._queue) as cursor:
-            for host_id, name in sorted(self.host_names.items()):
-                if cursor.set_range(_HOST_ID.pack(host_id)) and cursor.key()[:4] == _HOST_ID.pack(
-                    host_id
-                ):
-                    yield name
+        cursor = self._queue_cursor()
+        found = []
+        for host_id, name in sorted(self.host_names.items()):
+            prefix = _HOST_ID.pack(host_id)
+            if cursor.set_range(prefix) and cursor.key()[:4] == prefix:
+                found.append(name)
+        return iter(found)
 
     def _host_id(self, txn: lmdb.Transaction, host: str) -> int:
         host_id = self.host_ids.get(host)
@@ -140,12 +205,11 @@ class LmdbFrontierStore:
     def push(self, host: str, priority: int, score: float, payload: bytes) -> bytes:
         """Store an entry; return its key (its position among the host's entries)."""
         self._seq += 1
-        with self.env.begin(write=True) as txn:
-            key = encode_key(self._host_id(txn, host), priority, score, self._seq)
-            txn.put(key, payload, db=self._queue)
-            if self._seq % 1000 == 0:
-                txn.put(b"seq", str(self._seq).encode(), db=self._state)
+        txn = self._txn_now()
+        key = encode_key(self._host_id(txn, host), priority, score, self._seq)
+        txn.put(key, payload, db=self._queue)
         self._size += 1
+        self._wrote()
         return key
 
     def best(self, host: str) -> bytes | None:
@@ -153,9 +217,11 @@ class LmdbFrontierStore:
         if host_id is None:
             return None
         prefix = _HOST_ID.pack(host_id)
-        with self.env.begin() as txn, txn.cursor(db=self._queue) as cursor:
-            if cursor.set_range(prefix) and cursor.key()[:4] == prefix:
-                return bytes(cursor.key())
+        cursor = self._queue_cursor()
+        if cursor.set_range(prefix):
+            key = cursor.key()
+            if key[:4] == prefix:
+                return key
         return None
 
     def pop(self, host: str) -> Entry | None:
@@ -163,54 +229,58 @@ class LmdbFrontierStore:
         if host_id is None:
             return None
         prefix = _HOST_ID.pack(host_id)
-        with self.env.begin(write=True) as txn, txn.cursor(db=self._queue) as cursor:
-            if not (cursor.set_range(prefix) and cursor.key()[:4] == prefix):
-                return None
-            key, payload = bytes(cursor.key()), bytes(cursor.value())
-            cursor.delete()
-            txn.put(key, payload, db=self._leases)
+        cursor = self._queue_cursor()
+        if not cursor.set_range(prefix):
+            return None
+        key = cursor.key()
+        if key[:4] != prefix:
+            return None
+        payload = cursor.value()
+        cursor.delete()
+        self._txn_now().put(key, payload, db=self._leases)
         self._size -= 1
+        self._wrote()
         _, priority, score, _ = decode_key(key)
         return Entry(host, priority, score, payload, key)
 
     def requeue(self, entry: Entry, score: float) -> bytes:
         """Put a popped entry back with a new score (lazy re-scoring); drops its lease."""
         self._seq += 1
-        with self.env.begin(write=True) as txn:
-            key = encode_key(self.host_ids[entry.host], entry.priority, score, self._seq)
-            txn.put(key, entry.payload, db=self._queue)
-            txn.delete(entry.lease, db=self._leases)
+        txn = self._txn_now()
+        key = encode_key(self.host_ids[entry.host], entry.priority, score, self._seq)
+        txn.put(key, entry.payload, db=self._queue)
+        txn.delete(entry.lease, db=self._leases)
         self._size += 1
+        self._wrote()
         return key
 
     def ack(self, lease: bytes) -> None:
-        with self.env.begin(write=True) as txn:
-            txn.delete(lease, db=self._leases)
+        self._txn_now().delete(lease, db=self._leases)
+        self._wrote()
 
     def leased(self) -> int:
-        with self.env.begin() as txn:
-            return txn.stat(self._leases)["entries"]
+        return self._txn_now().stat(self._leases)["entries"]
 
     # -- the seen set
 
     def seen_add(self, fingerprint: bytes) -> bool:
-        with self.env.begin(write=True) as txn:
-            return txn.put(fingerprint, b"", db=self._seen, overwrite=False)
+        added = self._txn_now().put(fingerprint, b"", db=self._seen, overwrite=False)
+        if added:
+            self._wrote()
+        return added
 
     def seen_count(self) -> int:
-        with self.env.begin() as txn:
-            return txn.stat(self._seen)["entries"]
+        return self._txn_now().stat(self._seen)["entries"]
 
     # -- small persistent state (counters, the link model)
 
     def get_state(self, name: str) -> bytes | None:
-        with self.env.begin() as txn:
-            value = txn.get(name.encode(), db=self._state)
-            return bytes(value) if value is not None else None
+        value = self._txn_now().get(name.encode(), db=self._state)
+        return bytes(value) if value is not None else None
 
     def put_state(self, name: str, value: bytes) -> None:
-        with self.env.begin(write=True) as txn:
-            txn.put(name.encode(), value, db=self._state)
+        self._txn_now().put(name.encode(), value, db=self._state)
+        self._wrote()
 
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to *limit* best entries of *host* (key, payload), for re-scoring."""
@@ -219,21 +289,22 @@ class LmdbFrontierStore:
             return []
         prefix = _HOST_ID.pack(host_id)
         found: list[tuple[bytes, bytes]] = []
-        with self.env.begin() as txn, txn.cursor(db=self._queue) as cursor:
-            if not cursor.set_range(prefix):
-                return found
-            for key, value in cursor:
-                if key[:4] != prefix or len(found) >= limit:
-                    break
-                found.append((bytes(key), bytes(value)))
+        cursor = self._queue_cursor()
+        if not cursor.set_range(prefix):
+            return found
+        for key, value in cursor:
+            if key[:4] != prefix or len(found) >= limit:
+                break
+            found.append((key, value))
         return found
 
     def rekey(self, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]) -> None:
-        """Move entries from old keys to new keys in one transaction."""
-        with self.env.begin(write=True) as txn:
-            for old, new in changes:
-                txn.delete(old, db=self._queue)
-                txn.put(new, payloads[old], db=self._queue)
+        """Move entries from old keys to new keys, atomically."""
+        txn = self._txn_now()
+        for old, new in changes:
+            txn.delete(old, db=self._queue)
+            txn.put(new, payloads[old], db=self._queue)
+        self._wrote(len(changes))
 
     def next_seq(self) -> int:
         self._seq += 1
