@@ -11,8 +11,13 @@ at which the scheduler may hand out a request for *host*:
   bounded by ``FOCUS_MAX_BACKOFF``).  The engine ladder shares this object
   (:func:`politeness_for`) so both back off from the same host state.
 
-"Last request" is when a request reached the downloader (a page served from
-the corpus never touches the host, so it does not count).
+"Last request" is the later of when the scheduler handed out the host's last
+request and when the host's last network request finished (left the
+downloader).  Measuring from the end of a fetch is what makes the guarantee
+hold: the downloader may send a request later than the scheduler handed it out
+(``RANDOMIZE_DOWNLOAD_DELAY``), so spacing hand-outs alone could let two sends
+come closer than the delay.  A page served from the corpus never touches the
+host and does not count.
 """
 
 from __future__ import annotations
@@ -116,7 +121,13 @@ class Politeness:
             state.last_request = self.clock()
 
     def reached_downloader(self, host: str) -> None:
-        self._host(host).last_request = self.clock()
+        state = self._host(host)
+        state.last_request = max(state.last_request, self.clock())
+
+    def left_downloader(self, host: str) -> None:
+        """A network request to *host* finished (response, error or timeout)."""
+        state = self._host(host)
+        state.last_request = max(state.last_request, self.clock())
 
     def finished(self, host: str, request_id: int) -> bool:
         """A dispatched request is done; True if it was in flight (first report wins)."""

@@ -396,6 +396,8 @@ class FocusScheduler(BaseScheduler):
             self.politeness.reached_downloader(self._dispatched[id(request)][0])
 
     def _left(self, request: Request, spider: Spider | None = None) -> None:
+        dispatched = self._dispatched.get(id(request))
+        self.politeness.left_downloader(dispatched[0] if dispatched else host_of(request.url))
         self._finished(request)
 
     def _dropped(self, request: Request, spider: Spider | None = None) -> None:
