@@ -53,6 +53,7 @@ def test_pages_built_for_each_rejection_reason_get_that_reason(farm, tmp_path):
         "FOCUS_EXTRACT_TIMEOUT": 3,
         "FOCUS_EXTRACT_MAX_BYTES": 20_000,
         "FOCUS_MIN_CONFIDENCE": 0.0,  # this test is about the other reasons
+        "FOCUS_ENGINES": ["http"],  # and not about the ladder (tests/test_ladder.py)
     }
     result = run_crawl(tmp_path, [farm.url(path) for path in cases], settings, **PAGES)
     assert result.returncode == 0, result.log[-3000:]
