@@ -1,25 +1,31 @@
 """The docs run as tests: every Python sample of README.md and docs/*.md, with Sybil.
 
 Python samples are ```` ```python ```` blocks (plain code or ``>>>`` sessions).
-```` ```console ```` blocks are shell sessions: each ``$ command`` is
-run in the example project the docs crawled, and its output must match the
-lines below it (``...`` matches anything).  ```` ```bash ```` blocks are shown,
-never run.  ``<!-- skip: next -->`` skips the block after it.
+```` ```console ```` blocks are shell sessions: each ``$ command`` is run, and
+its output (stdout and stderr) must match the lines below it (``...`` matches
+anything).  A block whose info string names a file, ```` ```toml file=job.toml ````
+or ```` ```python file=flaky.py ````, is that file: it is written where the
+shell samples run, and not executed.  ```` ```bash ```` blocks are shown, never
+run.  ``<!-- skip: next -->`` skips the block after it.
 
-Samples find ``site``, ``project`` and ``corpus_dir`` ready: a small site on
-127.0.0.1 and the example project's crawl of it (tests/docs_crawl.py).
+README.md and docs/corpus.md find ``site``, ``project`` and ``corpus_dir`` ready:
+a small site on 127.0.0.1 and the example project's crawl of it; their shell
+samples run in ``project``.  Every other chapter finds ``farm_site`` (the test
+farm, for the session) and ``workdir`` (a fresh directory of its own, where its
+shell samples run, with ``$FARM`` set).  See tests/docs_crawl.py.
 """
 
 from __future__ import annotations
 
 import doctest
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from sybil import Example, Sybil
+from sybil import Document, Example, Region, Sybil
 from sybil.parsers.markdown import (
     ClearNamespaceParser,
     CodeBlockParser,
@@ -27,9 +33,10 @@ from sybil.parsers.markdown import (
     SkipParser,
 )
 
-from tests.docs_crawl import corpus_dir, docs_crawl, project, site
+from tests.docs_crawl import corpus_dir, docs_crawl, farm_site, project, site, workdir
 
-__all__ = ["corpus_dir", "docs_crawl", "project", "site"]  # fixtures, for pytest
+# fixtures, for pytest
+__all__ = ["corpus_dir", "docs_crawl", "farm_site", "project", "site", "workdir"]
 
 ROOT = Path(__file__).parent
 DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -38,15 +45,24 @@ DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 # -- console samples -----------------------------------------------------------------
 
 
+def shell_dir(example: Example) -> Path:
+    """Where a document's shell samples run: its workdir, else the crawled project."""
+    namespace = example.namespace
+    return Path(namespace.get("workdir") or namespace.get("project") or ROOT)
+
+
 def run_console(example: Example) -> str | None:
     """Run each ``$ command`` of a console block; compare its output with the block's."""
-    cwd = example.namespace.get("project", ROOT)
+    cwd = shell_dir(example)
     env = {
         **os.environ,
         # The scrapy of the Python running the tests comes first.
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
         "SITE": str(example.namespace.get("site", "")),
+        "FARM": str(example.namespace.get("farm_site", "")),
         "LC_ALL": "C",  # the same sort order, messages and encoding everywhere
+        # stdout and stderr interleave as in a terminal (a pipe would buffer stdout).
+        "PYTHONUNBUFFERED": "1",
     }
     checker = doctest.OutputChecker()
     for command, want in _console_steps(example.parsed):
@@ -82,14 +98,56 @@ def _console_steps(text: str) -> Iterator[tuple[str, str]]:
         yield command, "".join(want)
 
 
-pytest_collect_file = Sybil(
-    parsers=[
+# -- file blocks -----------------------------------------------------------------------
+
+_FILE_INFO = re.compile(r"\w+ file=(?P<name>[\w.-]+)")
+
+
+class FileBlockParser(CodeBlockParser):
+    """```` ```LANGUAGE file=NAME ````: write the block to NAME in the shell samples' directory."""
+
+    def __init__(self) -> None:
+        super().__init__(language="file", evaluator=write_file)
+
+    def __call__(self, document: Document) -> Iterator[Region]:
+        for region in self.lexers(document):
+            match = _FILE_INFO.fullmatch(region.lexemes["arguments"].strip())
+            if match:
+                region.parsed = (match["name"], str(region.lexemes["source"]))
+                region.evaluator = write_file
+                yield region
+
+
+def write_file(example: Example) -> str | None:
+    name, text = example.parsed
+    (shell_dir(example) / name).write_text(text, encoding="utf-8")
+    return None
+
+
+def parsers() -> list[object]:
+    return [
         PythonCodeBlockParser(doctest_optionflags=DOCTEST_FLAGS),
         CodeBlockParser(language="console", evaluator=run_console),
+        FileBlockParser(),
         SkipParser(),
         ClearNamespaceParser(),
-    ],
-    patterns=["README.md", "docs/*.md"],
-    path=".",
-    fixtures=["site", "project", "corpus_dir"],
+    ]
+
+
+CORPUS_DOCS = ["README.md", "docs/index.md", "docs/corpus.md"]
+
+pytest_collect_file = (
+    Sybil(
+        parsers=parsers(),
+        patterns=CORPUS_DOCS,
+        path=".",
+        fixtures=["site", "project", "corpus_dir"],
+    )
+    + Sybil(
+        parsers=parsers(),
+        patterns=["docs/*.md"],
+        excludes=CORPUS_DOCS,
+        path=".",
+        fixtures=["farm_site", "workdir"],
+    )
 ).pytest()

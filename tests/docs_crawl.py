@@ -1,11 +1,18 @@
-"""The crawl the docs read: a small site on 127.0.0.1, crawled with example_project/.
+"""What the docs' samples crawl, on 127.0.0.1 (the root conftest.py hands these
+fixtures to Sybil, which puts them in each sample's namespace).
 
-Samples in README.md and docs/*.md find these fixtures in their namespace
-(the root conftest.py imports them and hands them to Sybil):
+README.md and docs/corpus.md read a small site crawled with example_project/:
 
 ``site``        base URL of the site, ``http://127.0.0.1:PORT``
 ``project``     a copy of example_project/ that crawled it twice, a Path
 ``corpus_dir``  that crawl's corpus, ``project/.scrapy/httpcache/docs``
+
+The other chapters (docs/frontier.md, docs/contract.md, ...) crawl the test farm
+themselves, from their own directory:
+
+``farm_site``   base URL of a :class:`tests.farm.Farm` started for the session
+                (the topical site under /topics/, the contract pages under /contract/)
+``workdir``     a fresh directory per document, where its shell samples run
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.farm import Farm
+from tests.farm import Farm, article_html
 
 EXAMPLE_PROJECT = Path(__file__).parent.parent / "example_project"
 
@@ -88,3 +95,40 @@ def project(docs_crawl: tuple[str, Path]) -> Path:
 @pytest.fixture(scope="session")
 def corpus_dir(project: Path) -> Path:
     return project / ".scrapy" / "httpcache" / "docs"
+
+
+# -- the farm the other chapters crawl -------------------------------------------------
+
+#: One link per case of the content contract (docs/contract.md crawls from here).
+#: No JavaScript shell among them: the engine ladder would start browsers for it.
+CONTRACT_INDEX = """<!DOCTYPE html><html><head><title>Contract cases</title></head><body>
+<h1>One page per case</h1><ul>
+<li><a href="/articles/7.html">An article</a></li>
+<li><a href="/contract/broken-jsonld.html">An article with broken JSON-LD</a></li>
+<li><a href="/contract/bad-bytes.html">An article with undecodable bytes</a></li>
+<li><a href="/contract/short.html">A page with one word</a></li>
+<li><a href="/contract/pictures.html">Pictures, no text</a></li>
+<li><a href="/contract/big.html">A long article</a></li>
+<li><a href="/binary.bin">A binary file</a></li>
+<li><a href="/status/404">A missing page</a></li>
+</ul></body></html>"""
+
+PICTURES = """<!DOCTYPE html><html><head><title>Pictures</title></head><body>
+<img src="/images/comet.png" alt=""><img src="/images/moon.png" alt=""></body></html>"""
+
+
+@pytest.fixture(scope="session")
+def farm_site() -> Iterator[str]:
+    """The test farm for the session, plus the contract chapter's pages."""
+    with Farm() as farm:
+        farm.set_page("/contract/index.html", CONTRACT_INDEX)
+        farm.set_page("/contract/big.html", article_html(911, paragraphs=80))
+        farm.set_page("/contract/pictures.html", PICTURES)
+        farm.set_page("/contract/fragile.html", article_html(903))  # for the quarantine
+        yield farm.base
+
+
+@pytest.fixture(scope="module")
+def workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh directory for one document (a Sybil document is a pytest module)."""
+    return tmp_path_factory.mktemp(request.path.stem)
