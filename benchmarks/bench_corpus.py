@@ -741,6 +741,9 @@ class CrawlResult:
     def crawl_rate(self) -> float:
         return self.pages / self.crawl_s if self.crawl_s else 0.0
 
+    def cpu_rate(self) -> float:
+        return self.pages / self.crawler_cpu_s if self.crawler_cpu_s else 0.0
+
 
 def crawl_runs(workdir: Path) -> list[tuple[str, dict[str, Any]]]:
     """Plain Scrapy; the Addon as users enable it; the Addon with only the corpus on.
@@ -901,7 +904,8 @@ def report(
     crawl: list[CrawlResult],
 ) -> str:
     out = [
-        f"Run {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}, commit {git_commit()}; "
+        f"Run {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} "
+        f"({(time.perf_counter() - args.started) / 60:.0f} min), commit {git_commit()}; "
         f"{machine(args.load_at_start)}.",
         f"Command: `{' '.join(['.venv/bin/python', 'benchmarks/bench_corpus.py', *args.argv])}`",
         "",
@@ -1037,6 +1041,8 @@ def report(
                     "x plain",
                     "pages/s (crawl)",
                     "x plain",
+                    "pages per crawler CPU s",
+                    "x plain",
                     "crawler CPU",
                     "farm CPU",
                     "cache hits",
@@ -1050,6 +1056,8 @@ def report(
                         _x(r.rate() / plain.rate()) if plain.pages else "?",
                         f"{r.crawl_rate():,.0f}",
                         _x(r.crawl_rate() / plain.crawl_rate()) if plain.crawl_rate() else "?",
+                        f"{r.cpu_rate():,.0f}",
+                        _x(r.cpu_rate() / plain.cpu_rate()) if plain.cpu_rate() else "?",
                         f"{r.crawler_cpu_s / r.wall_s:.0%}",
                         f"{r.farm_cpu_s / r.wall_s:.0%}",
                         f"{r.cache_hits:,}",
@@ -1059,7 +1067,9 @@ def report(
             ),
             "",
             "CPU columns: CPU seconds / wall seconds (100% = one core); the crawler's "
-            "includes the worker processes it started and waited for. "
+            "includes the worker processes it started and waited for. Pages per crawler "
+            "CPU second is the figure that holds when other processes share the CPUs (a "
+            "crawler CPU well below 100% means it was waiting for a CPU or for the farm). "
             + (
                 "The farm used close to a full core in some run: it may be the bottleneck there."
                 if farm_busy > 0.85
@@ -1149,6 +1159,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     args.load_at_start = os.getloadavg()
+    args.started = time.perf_counter()
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
