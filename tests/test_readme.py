@@ -78,7 +78,7 @@ def test_readme_main_job_is_setup_then_the_offline_crawl():
     assert readme_main_job() == MAIN_JOB
 
 
-def test_offline_main_job_crawls_the_python_docs_and_prints_corpus_stats(tmp_path):
+def test_offline_main_job_is_a_focused_crawl_of_the_python_docs(tmp_path):
     # A copy of the example project beside a .venv (the one running these tests),
     # so the crawl leaves the repository's own example_project/ alone.
     shutil.copytree(
@@ -92,34 +92,48 @@ def test_offline_main_job_crawls_the_python_docs_and_prints_corpus_stats(tmp_pat
 
     first = run_main_job(tmp_path, port, max_pages=30)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
+    assert "Spider closed (focus_max_pages)" in first.stderr
     items = [json.loads(line) for line in (project / "pages.jsonl").read_text().splitlines()]
-    assert len(items) >= 30
+    assert len(items) >= 30  # every page fetched is a line, whatever its verdict
     start_url = f"http://127.0.0.1:{port}/"
     assert all(item["url"].startswith(start_url) for item in items)
-    assert all(item["status"] == 200 and not item["cached"] for item in items)
+    assert all(item["status"] == 200 for item in items)
+    assert {item["state"] for item in items} <= {"accepted", "rejected"}  # a new corpus
+    assert not any("/genindex" in item["url"] for item in items)  # the job file's scope
     by_url = {item["url"]: item for item in items}
-    assert by_url[start_url]["title"] == "3.11.2 Documentation"
-    assert sum(1 for item in items if "Python 3.11" in (item["title"] or "")) >= 25
+    assert "3.11.2" in by_url[start_url]["title"]
+    assert by_url[start_url]["depth"] == 0 and by_url[start_url]["link_score"] == 1.0
+    # Focused: the asyncio pages are found within the first 30, and score as relevant.
+    asyncio_pages = [item for item in items if "/library/asyncio" in item["url"]]
+    assert len(asyncio_pages) >= 5
+    assert sum(item["relevance"] >= 0.5 for item in asyncio_pages) >= len(asyncio_pages) / 2
 
     # The stats of the corpus it built, as `scrapy focus-corpus stats` prints them.
     stats = dict(
         line.split(None, 1) for line in first.stdout.splitlines() if re.match(r"^[a-z]+ {2}", line)
     )
-    corpus_dir = project / ".scrapy" / "httpcache" / "docs"
+    corpus_dir = project / ".scrapy" / "httpcache" / "focus"
     assert Path(stats["corpus"]) == corpus_dir
     with Corpus(corpus_dir) as corpus:
         assert int(stats["pages"]) == len(corpus) >= len(items)
         assert corpus.page(start_url) is not None
+    # The one-line harvest summary, counted from pages.jsonl.
+    harvest = re.search(r"^harvest: (\d+) of (\d+) pages on the topic", first.stdout, re.MULTILINE)
+    assert harvest is not None, first.stdout
+    relevant = sum(1 for item in items if (item["relevance"] or 0) >= 0.5)
+    assert (int(harvest[1]), int(harvest[2])) == (relevant, len(items))
 
     # The docs server was stopped with the script.
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
-    # Run again: what the corpus holds is served from it, not fetched.
+    # Run again: what the corpus holds is served from it, not fetched, and found unchanged.
     second = run_main_job(tmp_path, port, max_pages=10)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-5000:]
     again = [json.loads(line) for line in (project / "pages.jsonl").read_text().splitlines()]
-    assert {item["url"]: item["cached"] for item in again}[start_url] is True
+    start_again = {item["url"]: item for item in again}[start_url]
+    assert start_again["state"] == by_url[start_url]["state"].replace("accepted", "unchanged")
+    assert start_again["fetched_at"] == by_url[start_url]["fetched_at"]  # when it was fetched
 
 
 def test_ci_runs_exactly_the_readme_test_command():
