@@ -4,8 +4,9 @@ BOT_NAME = "docs_crawler"
 SPIDER_MODULES = ["docs_crawler.spiders"]
 NEWSPIDER_MODULE = "docs_crawler.spiders"
 
-# scrapy-focus: the corpus (an LMDB HTTP cache under .scrapy/httpcache/<spider>)
-# and canonical URLs.  FOCUS_* settings below this line override its defaults.
+# scrapy-focus: the corpus (an LMDB HTTP cache under .scrapy/httpcache/<spider>),
+# canonical URLs, the focused frontier, extraction and the content contract.
+# FOCUS_* settings below this line override its defaults.
 ADDONS = {"scrapy_focus.Addon": 500}
 
 # Be polite to the sites you crawl: say who you are, obey robots.txt, one or
@@ -19,7 +20,7 @@ AUTOTHROTTLE_START_DELAY = 1.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
 
 FEED_EXPORT_ENCODING = "utf-8"
-# The add-on makes scrapy-focus's page fields the default feed fields; this
-# project exports its own items (docs_crawler.items.PageItem), every field.
+# Every field of the items exported: the docs spider's own (docs_crawler.items.PageItem),
+# scrapy-focus's page items (PAGE_FIELDS) for `scrapy focus-crawl`.
 FEED_EXPORT_FIELDS = None
 LOG_LEVEL = "INFO"
