@@ -9,12 +9,12 @@ page-level measures are read from that tree before trafilatura consumes it.
 from __future__ import annotations
 
 import configparser
-import functools
 import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import lxml.html
 import trafilatura
@@ -29,12 +29,14 @@ from scrapy_focus.text import decode
 class ExtractOptions:
     """How extraction trades speed for completeness (``FOCUS_EXTRACT_*`` settings)."""
 
-    fast: bool = True  # trafilatura without fallback extractors (same F1, 2/3 of the time)
+    # trafilatura's fallback extractors on: fast=True saves ~15% of the time but loses 3 points
+    # of word F1 on WCXB (11 on forums): see docs/benchmarks.md
+    fast: bool = False
     with_metadata: bool = True  # title, author, date, site name, language
     favor_precision: bool = False
     favor_recall: bool = False
     include_tables: bool = True
-    max_tree_size: int = 100_000  # elements; bigger trees are pruned by trafilatura
+    max_tree_size: int = 100_000  # elements kept from the parsed tree, in document order
     max_html_bytes: int = 8 * 1024 * 1024  # larger bodies are not extracted at all
 
 
@@ -60,7 +62,14 @@ class Extraction:
     page_text_chars: int = 0  # visible text of the whole page
     link_text_chars: int = 0  # of which inside <a>
     seconds: float = 0.0
-    skipped: str | None = None  # why nothing was extracted (e.g. "oversized", "not-html")
+    skipped: str | None = None  # why nothing was extracted: "oversized" | "not-html" | "unparsable"
+    # added for the confidence model (all measured on the parsed page, before trafilatura)
+    microdata: list[dict[str, Any]] = field(default_factory=list)  # top-level itemscope items
+    elements: int = 0  # elements in the parsed tree (before bounding)
+    truncated: bool = False  # the tree had more than max_tree_size elements; the tail was dropped
+    paragraphs: int = 0  # <p> elements holding at least PROSE_PARAGRAPH_CHARS of text
+    paragraph_text_chars: int = 0  # visible text inside <p>
+    boilerplate_text_chars: int = 0  # visible text inside nav/header/footer/aside and landmarks
 
     @property
     def text_chars(self) -> int:
@@ -80,7 +89,15 @@ class Extraction:
 
 
 _SPACES = re.compile(r"\s+")
-_BOILERPLATE_TAGS = ("script", "style", "noscript", "template")
+_SKIPPED_TAGS = frozenset(("script", "style", "noscript", "template", "svg", "math"))
+_BOILERPLATE_TAGS = frozenset(("nav", "header", "footer", "aside"))
+_BOILERPLATE_ROLES = frozenset(("navigation", "banner", "contentinfo", "complementary"))
+_HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml")
+#: A <p> with at least this much text counts as a paragraph of prose.
+PROSE_PARAGRAPH_CHARS = 80
+#: Share of control characters in the first decoded kilobytes above which a body is binary.
+_BINARY_SHARE = 0.05
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 
 
 def extract_page(
@@ -89,29 +106,35 @@ def extract_page(
     content_type: str | None = None,
     options: ExtractOptions | None = None,
 ) -> Extraction:
-    """Extract *body* (fetched from *url*).  Never raises on bad HTML: it yields an
-    Extraction with empty text instead.  Unexpected library failures do raise, so
-    that the caller can quarantine the page with the error."""
+    """Extract *body* (fetched from *url*).  Never raises on bad input (empty, binary,
+    broken HTML, broken JSON-LD): it yields an Extraction with empty text and
+    ``skipped`` saying why.  Unexpected library failures do raise, so that the
+    caller can quarantine the page with the error."""
     options = options or ExtractOptions()
     started = time.perf_counter()
     if len(body) > options.max_html_bytes:
         return Extraction(url=url, skipped="oversized", seconds=time.perf_counter() - started)
+    if not _is_html_type(content_type):
+        return Extraction(url=url, skipped="not-html", seconds=time.perf_counter() - started)
     decoded = decode(body, content_type)
     html = decoded.text
-    tree = _parse(html)
+    skipped = "not-html" if _looks_binary(html) else None
+    tree = None if skipped else _parse(html)
     if tree is None:
         return Extraction(
             url=url,
             encoding=decoded.encoding,
             html_chars=len(html),
-            skipped="unparsable",
+            skipped=skipped or "unparsable",
             seconds=time.perf_counter() - started,
         )
 
+    elements = _bound(tree, options.max_tree_size)
     json_ld, json_ld_errors = _json_ld(tree)
     opengraph = _opengraph(tree)
+    microdata = _microdata(tree)
     headings = [_text(h) for h in tree.iter("h1", "h2", "h3")][:50]
-    page_text_chars, link_text_chars = _text_measures(tree)
+    measures = _measure(tree)
 
     document = trafilatura.bare_extraction(
         tree,
@@ -122,7 +145,7 @@ def extract_page(
         include_tables=options.include_tables,
         include_formatting=True,
         with_metadata=options.with_metadata,
-        config=_config(options.max_tree_size),
+        config=_CONFIG,
     )
     markdown = text = ""
     metadata: dict[str, Any] = {}
@@ -144,6 +167,8 @@ def extract_page(
     if not metadata.get("title"):
         title = tree.findtext(".//title")
         metadata["title"] = _SPACES.sub(" ", title).strip() if title else None
+    if metadata["title"]:
+        metadata["title"] = _clean_title(metadata["title"], metadata.get("sitename"), headings, url)
     return Extraction(
         url=url,
         text=text.strip(),
@@ -154,11 +179,53 @@ def extract_page(
         opengraph=opengraph,
         encoding=decoded.encoding,
         html_chars=len(html),
-        page_text_chars=page_text_chars,
-        link_text_chars=link_text_chars,
+        page_text_chars=measures.text,
+        link_text_chars=measures.link,
         seconds=time.perf_counter() - started,
+        microdata=microdata,
+        elements=elements,
+        truncated=elements > options.max_tree_size,
+        paragraphs=measures.paragraphs,
+        paragraph_text_chars=measures.paragraph,
+        boilerplate_text_chars=measures.boilerplate,
         **metadata,
     )
+
+
+_TITLE_SEPARATORS = (" | ", " \u2013 ", " \u2014 ", " - ", " :: ", " \u00b7 ", " \u00bb ")
+
+
+def _clean_title(title: str, sitename: str | None, headings: list[str], url: str) -> str:
+    """Drop a site-name part from a ``<title>`` ("Story | Site"), as the page's own <h1>
+    or its site name shows it to be one: the title of the page, not of the site."""
+    for separator in _TITLE_SEPARATORS:
+        if separator not in title:
+            continue
+        parts = [part.strip() for part in title.split(separator)]
+        lowered = {heading.lower() for heading in headings[:3]}
+        for part in parts:
+            if part.lower() in lowered:
+                return part
+        host = (urlsplit(url).hostname or "").removeprefix("www.").split(".")[0]
+        site = {(sitename or "").lower(), host}
+        if parts[-1].lower() in site or parts[-1].lower().replace(" ", "") in site:
+            return separator.join(parts[:-1])
+        if parts[0].lower() in site or parts[0].lower().replace(" ", "") in site:
+            return separator.join(parts[1:])
+    return title
+
+
+def _is_html_type(content_type: str | None) -> bool:
+    """No type, or an HTML/XML one: a server that says image/png or application/pdf means it."""
+    if not content_type:
+        return True
+    mime = content_type.split(";", 1)[0].strip().lower()
+    return not mime or mime in _HTML_TYPES or mime.endswith("+xml")
+
+
+def _looks_binary(html: str) -> bool:
+    head = html[:4096]
+    return bool(head) and len(_BINARY.findall(head)) > _BINARY_SHARE * len(head)
 
 
 def _parse(html: str) -> lxml.html.HtmlElement | None:
@@ -166,51 +233,99 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
         return None
     try:
         # lxml refuses str with an encoding declaration; the text is already decoded
-        return lxml.html.document_fromstring(html.encode("utf-8"), parser=_PARSER)
+        return lxml.html.document_fromstring(html.encode("utf-8", "replace"), parser=_PARSER)
     except (etree.ParserError, ValueError):
         return None
 
 
-@functools.lru_cache(maxsize=8)
-def _config(max_tree_size: int) -> configparser.ConfigParser:
+def _trafilatura_config() -> configparser.ConfigParser:
     config = use_config()
-    config.set("DEFAULT", "MAX_TREE_SIZE", str(max_tree_size))
+    # trafilatura's MAX_TREE_SIZE discards a document whose *output* is long; the input tree
+    # is bounded by _bound() instead, so a long page still yields its text
+    config.set("DEFAULT", "MAX_TREE_SIZE", "")
     config.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")  # the pool enforces the time limit
+    # htmldate's extensive search falls back to dateparser, whose per-locale regexes take
+    # seconds to compile in a fresh worker (a hard time limit away from a timeout), and on
+    # WCXB-dev it halves the precision of dates: twice the dates on pages that have none
+    config.set("DEFAULT", "EXTENSIVE_DATE_SEARCH", "off")
     return config
 
 
+_CONFIG = _trafilatura_config()
+# depth is bounded by libxml2 (255 levels without huge_tree), the element count by _bound()
 _PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, huge_tree=False)
+
+
+def _bound(tree: lxml.html.HtmlElement, limit: int) -> int:
+    """Drop every element after the first *limit* (document order); return the original count."""
+    elements = list(tree.iter())
+    for element in reversed(elements[limit:]):
+        parent = element.getparent()
+        if parent is not None:
+            parent.remove(element)
+    return len(elements)
 
 
 def _text(element: lxml.html.HtmlElement) -> str:
     return _SPACES.sub(" ", element.text_content()).strip()
 
 
-def _text_measures(tree: lxml.html.HtmlElement) -> tuple[int, int]:
+@dataclass
+class _Measures:
+    text: int = 0  # visible characters of the body
+    link: int = 0  # of which inside <a>
+    paragraph: int = 0  # of which inside <p>
+    boilerplate: int = 0  # of which inside nav/header/footer/aside or a landmark role
+    paragraphs: int = 0  # <p> elements with at least PROSE_PARAGRAPH_CHARS
+
+
+def _measure(tree: lxml.html.HtmlElement) -> _Measures:
+    """One walk over the body: visible text, and where it sits (links, paragraphs, chrome)."""
+    measures = _Measures()
     body = tree.find("body")
     if body is None:
-        return 0, 0
-    total = links = 0
-    for node in body.iter():
-        if not isinstance(node.tag, str) or node.tag in _BOILERPLATE_TAGS:
+        return measures
+    skip = link = para = chrome = 0
+    para_chars = 0  # text of the outermost open <p>
+
+    def count(chunk: str | None) -> None:
+        nonlocal para_chars
+        if skip or not chunk or not (size := len(chunk.strip())):
+            return
+        measures.text += size
+        if link:
+            measures.link += size
+        if para:
+            measures.paragraph += size
+            para_chars += size
+        if chrome:
+            measures.boilerplate += size
+
+    for event, node in etree.iterwalk(body, events=("start", "end")):
+        tag = node.tag
+        if not isinstance(tag, str):
             continue
-        in_link = node.tag == "a" or any(a.tag == "a" for a in node.iterancestors())
-        for chunk in (node.text, node.tail if node is not body else None):
-            if chunk and (size := len(chunk.strip())):
-                # a tail belongs to the parent, which is a link only if an ancestor is
-                owner_in_link = in_link if chunk is node.text else _in_link(node.getparent())
-                total += size
-                if owner_in_link:
-                    links += size
-    return total, links
-
-
-def _in_link(node: Any) -> bool:
-    while node is not None:
-        if node.tag == "a":
-            return True
-        node = node.getparent()
-    return False
+        is_chrome = tag in _BOILERPLATE_TAGS or node.get("role") in _BOILERPLATE_ROLES
+        if event == "start":
+            if tag in _SKIPPED_TAGS:
+                skip += 1
+            link += tag == "a"
+            para += tag == "p"
+            chrome += is_chrome
+            count(node.text)
+            continue
+        if tag in _SKIPPED_TAGS:
+            skip -= 1
+        link -= tag == "a"
+        chrome -= is_chrome
+        if tag == "p":
+            para -= 1
+            if not para:
+                measures.paragraphs += para_chars >= PROSE_PARAGRAPH_CHARS
+                para_chars = 0
+        if node is not body:
+            count(node.tail)  # a tail belongs to the parent's context
+    return measures
 
 
 def _json_ld(tree: lxml.html.HtmlElement) -> tuple[list[Any], int]:
@@ -233,14 +348,23 @@ def _json_ld(tree: lxml.html.HtmlElement) -> tuple[list[Any], int]:
 
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_LINE_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 
 
 def _lenient_json(raw: str) -> Any:
-    """Common breakage seen in the wild: HTML comments, trailing commas, control chars."""
+    """Breakage seen in the wild: HTML or JS comments, CDATA wrappers, trailing commas,
+    control characters, a trailing semicolon, or garbage after the first value."""
     cleaned = raw.replace("<!--", "").replace("-->", "")
+    cleaned = cleaned.replace("<![CDATA[", "").replace("]]>", "")
+    cleaned = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub("", cleaned))
     cleaned = _TRAILING_COMMA.sub(r"\1", _CONTROL.sub(" ", cleaned)).strip().rstrip(";")
     try:
         return json.loads(cleaned, strict=False)
+    except ValueError:
+        pass
+    try:  # a valid value followed by garbage (two objects back to back, stray text)
+        return json.JSONDecoder(strict=False).raw_decode(cleaned)[0]
     except ValueError:
         return None
 
@@ -252,3 +376,71 @@ def _opengraph(tree: lxml.html.HtmlElement) -> dict[str, str]:
         if key and value and key not in found:
             found[key] = value.strip()
     return found
+
+
+_MICRODATA_ITEMS = 20
+_MICRODATA_PROPERTIES = 50
+_MICRODATA_VALUE_CHARS = 500
+_URL_PROPERTY_TAGS = {
+    "a": "href",
+    "link": "href",
+    "area": "href",
+    "img": "src",
+    "audio": "src",
+    "video": "src",
+    "source": "src",
+    "iframe": "src",
+    "embed": "src",
+    "object": "data",
+}
+
+
+def _microdata(tree: lxml.html.HtmlElement) -> list[dict[str, Any]]:
+    """Top-level ``itemscope`` items as ``{"@type": ..., prop: value or [values]}``;
+    nested items become nested dicts.  Bounded in items, properties and value size."""
+    roots = tree.xpath("//*[@itemscope][not(ancestor::*[@itemscope])]")
+    return [_item(root, depth=0) for root in roots[:_MICRODATA_ITEMS]]
+
+
+def _item(scope: lxml.html.HtmlElement, depth: int) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    if itemtype := (scope.get("itemtype") or "").strip():
+        item["@type"] = itemtype
+    properties = 0
+    stack = list(reversed(scope))
+    while stack and properties < _MICRODATA_PROPERTIES:
+        node = stack.pop()
+        if not isinstance(node.tag, str):
+            continue
+        names = (node.get("itemprop") or "").split()
+        nested = node.get("itemscope") is not None
+        if names:
+            if nested:
+                value: Any = _item(node, depth + 1) if depth < 3 else {}
+            else:
+                value = _property_value(node)
+            for name in names:
+                properties += 1
+                if name in item:
+                    previous = item[name]
+                    item[name] = (
+                        [*previous, value] if isinstance(previous, list) else [previous, value]
+                    )
+                else:
+                    item[name] = value
+        if not nested:
+            stack.extend(reversed(node))
+    return item
+
+
+def _property_value(node: lxml.html.HtmlElement) -> str:
+    tag = node.tag
+    if node.get("content") is not None:
+        value = node.get("content", "")
+    elif tag in _URL_PROPERTY_TAGS:
+        value = node.get(_URL_PROPERTY_TAGS[tag], "")
+    elif tag in ("time", "data", "meter"):
+        value = node.get("datetime") or node.get("value") or _text(node)
+    else:
+        value = _text(node)
+    return value.strip()[:_MICRODATA_VALUE_CHARS]
