@@ -1195,7 +1195,7 @@ def main(argv: list[str] | None = None) -> int:
             gc.collect()
         crawl: list[CrawlResult] = []
         if not args.skip_crawl:
-            log(f"crawling {args.crawl_pages:,} pages three ways ...")
+            log(f"crawling {args.crawl_pages:,} pages, plain and with the Addon ...")
             crawl = bench_crawl(args.crawl_pages, workdir, log)
     finally:
         if not args.keep:
