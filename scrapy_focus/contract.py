@@ -85,8 +85,8 @@ def rejection(item: PageItem, rules: ContractRules) -> str | None:
     if item.extraction_failure in {"not-html", "oversized"}:
         return item.extraction_failure
     extraction = item.extraction
-    if extraction is not None and extraction.skipped == "oversized":
-        return "oversized"
+    if extraction is not None and extraction.skipped in {"oversized", "not-html"}:
+        return extraction.skipped
     if extraction is None or not extraction.text.strip():
         return "empty"
     if len(extraction.text) < rules.min_content_chars:

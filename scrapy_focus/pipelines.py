@@ -251,3 +251,5 @@ class ContractPipeline:
             record = json.dumps(item.export_dict(), ensure_ascii=False).encode()
         version = item.corpus_version if item.corpus_version is not None else 0
         db.put_state(state, version if accepted else None, record)
+        if db.forget_quarantine(fingerprint):  # a released page came back with a verdict
+            self.stats.inc_value("focus/quarantine/resolved")

@@ -135,7 +135,11 @@ class CanonicalRequestFingerprinter:
 # -- scope -----------------------------------------------------------------------------
 
 # A date in a URL: 2031/05, 2031-05-17, ?year=2031 (an endless calendar links to each).
-_DATE = re.compile(r"(?<!\d)(\d{4})[-/_.](?:0?[1-9]|1[0-2])(?!\d)|\byears?=(\d{4})(?!\d)", re.I)
+# Years 1900-2199 only, with a two-digit month: /item/1234-5.html is an id, not a date.
+_DATE = re.compile(
+    r"(?<!\d)((?:19|20|21)\d{2})[-/_.](?:0[1-9]|1[0-2])(?!\d)|\byears?=((?:19|20|21)\d{2})(?!\d)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,7 @@ class Scope:
     max_repeated_segment: int = 2  # a path segment repeated more often is a trap
     max_path_segments: int = 20
     max_query_params: int = 12
-    years: tuple[int, int] = (1970, time.gmtime().tm_year + 2)  # outside: calendar trap
+    years: tuple[int, int] = (1900, time.gmtime().tm_year + 2)  # outside: calendar trap
 
     def with_domain(self, host: str) -> Scope:
         if host in self.allowed_domains:

@@ -560,20 +560,14 @@ class CorpusDB:
 
         return self._write(work)
 
-    def take_released(self) -> list[QuarantineEntry]:
-        """Remove and return the released entries (the caller re-queues them)."""
+    def released(self) -> list[QuarantineEntry]:
+        """Entries released for a new fetch.  They stay until the page gets a verdict
+        (:meth:`forget_quarantine`), so a crawl killed before fetching them loses none."""
+        return [entry for entry in self.quarantined() if entry.released]
 
-        def work(txn: lmdb.Transaction) -> list[QuarantineEntry]:
-            taken = []
-            with txn.cursor(db=self._dbs[b"quarantine"]) as cursor:
-                for key, raw in list(cursor):
-                    entry = QuarantineEntry.from_bytes(raw)
-                    if entry.released:
-                        taken.append(entry)
-                        txn.delete(key, db=self._dbs[b"quarantine"])
-            return taken
-
-        return self._write(work)
+    def forget_quarantine(self, fingerprint: bytes) -> bool:
+        """Drop a page's quarantine entry (it has a verdict now); True if there was one."""
+        return self._write(lambda txn: txn.delete(fingerprint, db=self._dbs[b"quarantine"]))
 
     def stats(self) -> CorpusStats:
         def work(txn: lmdb.Transaction) -> CorpusStats:

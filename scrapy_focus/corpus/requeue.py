@@ -56,7 +56,7 @@ class CorpusRequeueMiddleware:
         db = acquire(path, map_size=self.corpus.map_size, fsync=self.corpus.fsync)
         try:
             requests = []
-            for entry in db.take_released():
+            for entry in db.released():
                 requests.append(self._request(entry.url, "released", entry.meta.get("depth", 0)))
             if self.recrawl:
                 now = time.time()

@@ -59,7 +59,8 @@ class PolitenessConfig:
 @dataclass
 class HostState:
     last_request: float = -math.inf
-    in_flight: dict[int, float] = field(default_factory=dict)  # id(request) → dispatch time
+    # id(request) → (dispatch time, last_request before the dispatch reserved the host)
+    in_flight: dict[int, tuple[float, float]] = field(default_factory=dict)
     backoff_until: float = -math.inf
     backoff_level: int = 0
     crawl_delay: float | None = None
@@ -99,7 +100,9 @@ class Politeness:
         state = self._host(host)
         now = self.clock()
         expired = [
-            key for key, t in state.in_flight.items() if now - t > self.config.in_flight_timeout
+            key
+            for key, (t, _) in state.in_flight.items()
+            if now - t > self.config.in_flight_timeout
         ]
         for key in expired:
             del state.in_flight[key]
@@ -114,11 +117,12 @@ class Politeness:
 
     def dispatched(self, host: str, request_id: int) -> None:
         state = self._host(host)
-        state.in_flight[request_id] = self.clock()
+        now = self.clock()
+        state.in_flight[request_id] = (now, state.last_request)
         if self.delay(host) > 0:
-            # Reserve the slot now: the request reaches the downloader within
-            # this reactor turn, or comes back from the corpus without a fetch.
-            state.last_request = self.clock()
+            # Reserve the host's turn now (the request reaches the downloader a
+            # moment later); released if the corpus answers without a fetch.
+            state.last_request = now
 
     def reached_downloader(self, host: str) -> None:
         state = self._host(host)
@@ -129,9 +133,20 @@ class Politeness:
         state = self._host(host)
         state.last_request = max(state.last_request, self.clock())
 
-    def finished(self, host: str, request_id: int) -> bool:
-        """A dispatched request is done; True if it was in flight (first report wins)."""
-        return self._host(host).in_flight.pop(request_id, None) is not None
+    def finished(self, host: str, request_id: int, network: bool = True) -> bool:
+        """A dispatched request is done; True if it was in flight (first report wins).
+
+        *network* False: it was answered from the corpus, so the turn it reserved
+        is given back (if no later request took one since).
+        """
+        state = self._host(host)
+        entry = state.in_flight.pop(request_id, None)
+        if entry is None:
+            return False
+        dispatched_at, before = entry
+        if not network and state.last_request == dispatched_at:
+            state.last_request = before
+        return True
 
     # -- backoff
 

@@ -186,30 +186,26 @@ class FocusScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         store = self._store()
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
-        if not request.dont_filter and not store.seen_add(fingerprint):
+        # Every request marks its page seen (seeds and re-fetches too, so a link
+        # to them later is a duplicate); only dont_filter skips the check.
+        new = store.seen_add(fingerprint)
+        if not new and not request.dont_filter:
             self.stats.inc_value("focus/frontier/duplicate")
             return False
         meta = request.meta
         host = host_of(request.url)
         redirected = "redirect_urls" in meta
-        seed = "depth" not in meta and "focus" not in meta and not redirected
+        example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
+        seed = "depth" not in meta and "focus" not in meta and not redirected and not example
         if seed and self._seeds_widen_scope:
             self.scope = self.scope.with_domain(_seed_domain(host, self.config.seed_scope))
-        reason = (
-            None
-            if meta.get("focus_refresh") and not redirected
-            else self._rejection(request, host, seed)
-        )
+        trusted = (meta.get("focus_refresh") or example) and not redirected
+        reason = None if trusted else self._rejection(request, host, seed)
         if reason is not None:
-            kind = "redirect" if redirected else "link"
-            self.stats.inc_value(f"focus/frontier/rejected/{reason}")
-            self.stats.inc_value(f"focus/frontier/rejected_{kind}")
-            logger.debug("Frontier rejected %s: %s", request.url, reason)
-            return False
-        score = self._score(request, seed)
+            return self._reject(reason, redirected)
+        score = self._score(request, seed or example)
         if score is None:  # hard focus: links of irrelevant pages are not followed
-            self.stats.inc_value("focus/frontier/rejected/hard-focus")
-            return False
+            return self._reject("hard-focus", redirected)
         focus = dict(meta.get("focus") or {})
         focus["score"] = score
         meta["focus"] = focus
@@ -226,6 +222,10 @@ class FocusScheduler(BaseScheduler):
         store = self._store()
         if self._closing or not len(store):
             return None
+        if self.config.max_pages and self._fetched + len(self._dispatched) >= (
+            self.config.max_pages
+        ):
+            return None  # enough in flight to reach FOCUS_MAX_PAGES: no overshoot
         now = self.politeness.clock()
         while self._waiting and self._waiting[0][0] <= now:
             _, gen, host = heapq.heappop(self._waiting)
@@ -246,6 +246,12 @@ class FocusScheduler(BaseScheduler):
         return None
 
     # -- enqueue helpers
+
+    def _reject(self, reason: str, redirected: bool) -> bool:
+        kind = "redirect" if redirected else "link"
+        self.stats.inc_value(f"focus/frontier/rejected/{reason}")
+        self.stats.inc_value(f"focus/frontier/rejected_{kind}")
+        return False
 
     def _rejection(self, request: Request, host: str, seed: bool) -> str | None:
         reason = self.scope.rejection(request.url, request.meta.get("depth", 0))
@@ -268,15 +274,19 @@ class FocusScheduler(BaseScheduler):
         if seed or not focus:
             return 1.0
         link = LinkContext.from_meta(focus)
-        if self.model.scorer is None:
-            return 1.0 / (1.0 + link.depth)  # no topic: breadth-first
         if (
             self.config.hard_focus
             and link.parent_relevance is not None
             and (link.parent_relevance < self.config.relevance_threshold)
         ):
             return None
-        return self.model.scorer.score(link).score
+        if self.model.scorer is not None:
+            return self.model.scorer.score(link).score
+        breadth = 1.0 / (1.0 + link.depth)
+        if link.parent_relevance is None:
+            return breadth  # no topic, no classifier: breadth-first
+        # A page classifier without a topic: links inherit their page's relevance.
+        return 0.8 * link.parent_relevance + 0.2 * breadth
 
     def _serialize(self, request: Request) -> bytes:
         try:
@@ -383,12 +393,12 @@ class FocusScheduler(BaseScheduler):
 
     # -- what happens to requests after dispatch (signals)
 
-    def _finished(self, request: Request) -> None:
+    def _finished(self, request: Request, network: bool = True) -> None:
         dispatched = self._dispatched.pop(id(request), None)
         if dispatched is None:
             return
         host, _ = dispatched
-        if self.politeness.finished(host, id(request)) and self.store is not None:
+        if self.politeness.finished(host, id(request), network) and self.store is not None:
             self._place(host)
 
     def _reached(self, request: Request, spider: Spider | None = None) -> None:
