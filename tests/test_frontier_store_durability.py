@@ -128,3 +128,15 @@ def test_a_sigkilled_process_resumes_from_its_last_commit(tmp_path):
             payloads.add(int(entry.payload))
     assert payloads == set(range(5000))
     reopened.close()
+
+
+def test_variants_beyond_the_limit_are_refused_and_known_ones_accepted(tmp_path):
+    store = LmdbFrontierStore(tmp_path / "f")
+    assert all(store.variant_add("h/search", f"q={n}", 3) for n in range(3))
+    assert store.variant_add("h/search", "q=3", 3) is False
+    assert store.variant_add("h/search", "q=1", 3) is True  # already counted
+    assert store.variant_add("h/other", "q=3", 3) is True  # per group
+    store.close()
+    reopened = LmdbFrontierStore(tmp_path / "f")
+    assert reopened.variant_add("h/search", "q=4", 3) is False  # kept across a resume
+    reopened.close()

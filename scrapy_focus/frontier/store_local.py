@@ -14,6 +14,8 @@ Contract (what the scheduler relies on):
   ``leases`` until ``ack(lease_key)``.  ``open`` puts every unacknowledged
   lease back in the queue, so a killed crawl loses no request it had taken.
 * ``seen_add(fingerprint)`` is True the first time a fingerprint is offered.
+* ``variant_add(group, variant, limit)`` counts distinct variants per group
+  (query strings per path, for the trap guard) on disk, not in memory.
 
 Durability: every call works in one open LMDB write transaction, committed
 every ``commit_every`` writes or ``commit_interval`` seconds (whichever comes
@@ -31,6 +33,7 @@ not the platter; the machine losing power may lose more.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import struct
 import tempfile
@@ -43,6 +46,7 @@ from typing import Any
 import lmdb
 
 _HOST_ID = struct.Struct(">I")
+_COUNT = struct.Struct(">Q")
 _KEY = struct.Struct(">IIIQ")  # host id, inverted priority, inverted score, sequence
 _PRIORITY_OFFSET = 2**31
 _SCORE_SCALE = 2**32 - 1
@@ -103,6 +107,7 @@ class LmdbFrontierStore:
         self._seen = self.env.open_db(b"seen")
         self._leases = self.env.open_db(b"leases")
         self._state = self.env.open_db(b"state")
+        self._variants = self.env.open_db(b"variants")
         self.host_ids: dict[str, int] = {}
         self.host_names: dict[int, str] = {}
         self.commit_every = max(1, commit_every)
@@ -271,6 +276,26 @@ class LmdbFrontierStore:
 
     def seen_count(self) -> int:
         return self._txn_now().stat(self._seen)["entries"]
+
+    # -- variants per group (the query-variants trap guard)
+
+    def variant_add(self, group: str, variant: str, limit: int) -> bool:
+        """Record *variant* of *group*; False if *group* already has *limit*
+        other variants.  Keys are 8-byte hashes: memory stays flat however
+        many paths a crawl meets, and the counts survive a resume."""
+        group_key = hashlib.blake2b(group.encode(), digest_size=8).digest()
+        key = group_key + hashlib.blake2b(variant.encode(), digest_size=8).digest()
+        txn = self._txn_now()
+        if txn.get(key, db=self._variants) is not None:
+            return True
+        raw = txn.get(group_key, db=self._variants)
+        count = _COUNT.unpack(raw)[0] if raw is not None else 0
+        if count >= limit:
+            return False
+        txn.put(key, b"", db=self._variants)
+        txn.put(group_key, _COUNT.pack(count + 1), db=self._variants)
+        self._wrote(2)
+        return True
 
     # -- small persistent state (counters, the link model)
 
