@@ -19,6 +19,7 @@ import threading
 import time
 import zlib
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -125,12 +126,36 @@ class Page:
     delay: float = 0.0
 
 
+@dataclass(frozen=True)
+class FarmRequest:
+    """What a route hook sees of a request."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: Mapping[str, str]  # lower-case names
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name.lower(), "")
+
+
+#: A route hook: a page for this request, or None to fall through to the farm's routes.
+RouteHook = Callable[[FarmRequest], Page | None]
+
+
 class Farm:
-    """A threaded HTTP server with the farm's routes, plus per-path overrides."""
+    """A threaded HTTP server with the farm's routes, plus per-path overrides.
+
+    *route*, if given, is asked first (after :meth:`set_page` overrides) and
+    sees the request's headers: the hostile sites (tests/hostile.py) are hooks.
+    """
 
     ARTICLES = 200  # /articles/0.html .. /articles/199.html
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, route: RouteHook | None = None
+    ) -> None:
+        self.route = route
         self.pages: dict[str, Page] = {}
         self.hits: Counter[str] = Counter()
         self.log: list[tuple[float, str, str]] = []  # (monotonic time, Host header, path+query)
@@ -314,7 +339,14 @@ class Farm:
         with self._lock:
             self.hits[parts.path] += 1
             self.log.append((time.monotonic(), host, handler.path))
-        page = self._route(parts.path, parse_qs(parts.query))
+            override = self.pages.get(parts.path)
+        query = parse_qs(parts.query)
+        page = override
+        if page is None and self.route is not None:
+            headers = {name.lower(): value for name, value in handler.headers.items()}
+            page = self.route(FarmRequest(handler.command, parts.path, query, headers))
+        if page is None:
+            page = self._route(parts.path, query)
         if page.delay:
             time.sleep(page.delay)
         try:

@@ -1,0 +1,610 @@
+"""The hostile web, on loopback: sites that behave like the ones a crawler meets.
+
+Each site is a :class:`~tests.farm.Farm` with a route hook, bound to its own
+loopback address (Linux routes all of 127.0.0.0/8), so each has its own host
+name for DomainHistory, the circuit breaker and politeness:
+
+==============  =============================================================
+``static``      plain server-rendered articles (``/articles/N.html``)
+``spa``         a React-style shell; ``/static/app.js`` renders the article
+``next``        a Next.js-style page: ``__NEXT_DATA__`` and server-rendered text
+``challenge``   503 "Just a moment..." until JavaScript sets a cookie and reloads
+``ua``          403 for non-browser and headless-Chromium user agents; serves Firefox
+``gone``        404 and 410 pages that look like an app shell
+``csp``         a healthy page whose CSP and server headers name anti-bot vendors
+``throttle``    429 with ``Retry-After``, again if the client comes back too early
+``flaky``       every other request a 503 with ``Retry-After``
+``slow``        ``/slow/N.html`` answers late; ``/timeout/N.html`` later still
+``huge``        a page of a few megabytes
+``encodings``   wrong and missing charsets, UTF-16, undecodable bytes
+``outage``      ``/down/N.html`` fails on every engine; ``/ok/N.html`` is fine
+``fixable``     blocks non-browser clients until ``fixed`` is set
+==============  =============================================================
+
+Every site also serves ``/hub?to=PATH&to=PATH...``, a page linking to those
+paths: crawls start from hubs, so the pages under test are discovered links.
+Every site logs each hit (time, path, user agent, status it answered) in ``hits``.
+
+Run it alone to look at it in a browser::
+
+    python -m tests.hostile
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode
+
+from tests.farm import WORDS, Farm, FarmRequest, Page
+
+SPA_PAGES = 12
+SLOW_DELAY = 0.4  # /slow/N.html: slow, but within any sane timeout
+TIMEOUT_DELAY = 4.0  # /timeout/N.html: over the DOWNLOAD_TIMEOUT the tests set
+RETRY_AFTER = 2  # seconds, the throttle site's Retry-After
+FLAKY_RETRY_AFTER = 1
+HUGE_PARAGRAPHS = 3000  # about 2 MB
+HTML = {"Content-Type": "text/html; charset=utf-8"}
+
+
+@dataclass(frozen=True)
+class Hit:
+    at: float  # time.monotonic()
+    path: str
+    user_agent: str
+    status: int
+    cookie: str = ""
+
+
+def article_parts(n: int) -> tuple[str, list[str]]:
+    """Title and paragraphs of article *n*: the same *n*, the same text."""
+    rng = random.Random(f"hostile-{n}")
+    title = " ".join(rng.choice(WORDS) for _ in range(5)).capitalize()
+    paragraphs = [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(50, 110))) + "."
+        for _ in range(rng.randint(4, 8))
+    ]
+    return title, paragraphs
+
+
+def article_page(n: int, marker: str = "", head: str = "", extra_body: str = "") -> str:
+    title, paragraphs = article_parts(n)
+    if marker:
+        paragraphs = [*paragraphs[:1], marker, *paragraphs[1:]]
+    body = "\n".join(f"<p>{p}</p>" for p in paragraphs)
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{title}</title>{head}</head>\n<body><article><h1>{title}</h1>\n"
+        f"{body}\n</article>{extra_body}</body></html>\n"
+    )
+
+
+def _page(html: str | bytes, status: int = 200, **headers: str) -> Page:
+    data = html.encode() if isinstance(html, str) else html
+    return Page(data, status, {**HTML, **{k.replace("_", "-"): v for k, v in headers.items()}})
+
+
+def _not_found() -> Page:
+    return _page("<html><head><title>Not found</title></head><body>Not found</body></html>", 404)
+
+
+def _number(path: str, prefix: str, suffix: str = ".html") -> int | None:
+    if not (path.startswith(prefix) and path.endswith(suffix)):
+        return None
+    try:
+        return int(path[len(prefix) : len(path) - len(suffix)])
+    except ValueError:
+        return None
+
+
+class Site:
+    """One hostile site: a Farm on its own address, answering through :meth:`route`."""
+
+    name = "site"
+
+    def __init__(self, address: str) -> None:
+        self.hits: list[Hit] = []
+        self._lock = threading.Lock()
+        self.farm = Farm(host=address, route=self._route)
+
+    # -- what tests use
+
+    @property
+    def host(self) -> str:
+        return str(self.farm.host)
+
+    def url(self, path: str) -> str:
+        return self.farm.url(path)
+
+    def hub(self, *paths: str) -> str:
+        """The URL of a page on this site linking to *paths*."""
+        return self.farm.url("/hub?" + urlencode([("to", path) for path in paths]))
+
+    def hits_for(self, path: str) -> list[Hit]:
+        with self._lock:
+            return [hit for hit in self.hits if hit.path == path]
+
+    def reset(self) -> None:
+        with self._lock:
+            self.hits.clear()
+
+    # -- serving
+
+    def _route(self, request: FarmRequest) -> Page | None:
+        refusal = self.refuse(request)
+        if refusal is not None:
+            page = refusal
+        elif request.path == "/hub":
+            links = "".join(
+                f"<li><a href='{path}'>{path}</a></li>" for path in request.query.get("to", [])
+            )
+            page = _page(
+                f"<html><head><title>Hub</title></head><body><ul>{links}</ul></body></html>"
+            )
+        else:
+            page = self.route(request)
+        with self._lock:
+            self.hits.append(
+                Hit(
+                    time.monotonic(),
+                    request.path,
+                    request.header("user-agent"),
+                    page.status,
+                    request.header("cookie"),
+                )
+            )
+        return page
+
+    def refuse(self, request: FarmRequest) -> Page | None:
+        """A refusal for any path, hubs included; None to serve the request."""
+        return None
+
+    def route(self, request: FarmRequest) -> Page:
+        raise NotImplementedError
+
+
+class StaticSite(Site):
+    name = "static"
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/articles/")
+        return _page(article_page(1000 + n)) if n is not None else _not_found()
+
+
+def spa_marker(n: int) -> str:
+    return f"This article text was rendered by JavaScript, page {n}."
+
+
+class SpaSite(Site):
+    """A shell page; the site's bundle holds every article and renders the one asked."""
+
+    name = "spa"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/static/app.js":
+            articles = {}
+            for n in range(SPA_PAGES):
+                title, paragraphs = article_parts(2000 + n)
+                articles[str(n)] = {"title": title, "paragraphs": [spa_marker(n), *paragraphs]}
+            script = (
+                "(function () {\n"
+                f"  var ARTICLES = {json.dumps(articles)};\n"
+                "  var m = location.pathname.match(/\\/spa\\/(\\d+)\\.html$/);\n"
+                "  var a = m && ARTICLES[m[1]];\n"
+                "  var root = document.getElementById('root');\n"
+                "  if (!a) { root.textContent = 'Not found'; return; }\n"
+                "  document.title = a.title;\n"
+                "  var article = document.createElement('article');\n"
+                "  var h1 = document.createElement('h1');\n"
+                "  h1.textContent = a.title;\n"
+                "  article.appendChild(h1);\n"
+                "  a.paragraphs.forEach(function (text) {\n"
+                "    var p = document.createElement('p');\n"
+                "    p.textContent = text;\n"
+                "    article.appendChild(p);\n"
+                "  });\n"
+                "  root.replaceChildren(article);\n"
+                "})();\n"
+            )
+            return Page(script.encode(), headers={"Content-Type": "application/javascript"})
+        n = _number(request.path, "/spa/")
+        if n is None or not 0 <= n < SPA_PAGES:
+            return _not_found()
+        return _page(
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Reader</title>"
+            "<link rel='preload' href='/static/app.js' as='script'></head>"
+            "<body><div id='root'><noscript>You need to enable JavaScript to run this app."
+            "</noscript></div><script src='/static/app.js'></script></body></html>"
+        )
+
+
+class NextSite(Site):
+    """Server-rendered text plus ``__NEXT_DATA__`` and hydration scripts: no browser needed."""
+
+    name = "next"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path.startswith("/_next/"):
+            return Page(b"window.__hydrated = true;", headers={"Content-Type": "text/javascript"})
+        n = _number(request.path, "/next/")
+        if n is None:
+            return _not_found()
+        title, paragraphs = article_parts(3000 + n)
+        data = {"props": {"pageProps": {"id": n, "title": title}}, "page": "/next/[id]"}
+        body = "".join(f"<p>{p}</p>" for p in paragraphs)
+        return _page(
+            "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>{title}</title>"
+            "<script src='/_next/static/chunks/main.js' defer></script></head>"
+            f"<body><div id='__next'><article><h1>{title}</h1>{body}</article></div>"
+            f"<script id='__NEXT_DATA__' type='application/json'>{json.dumps(data)}</script>"
+            "</body></html>"
+        )
+
+
+class ChallengeSite(Site):
+    """A JavaScript challenge: the 503 page's script computes a token, stores it in
+    a cookie and reloads; the article is served only with the right token."""
+
+    name = "challenge"
+    COOKIE = "focus_clearance"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        rng = random.Random()
+        self.a, self.b = rng.randint(1000, 9999), rng.randint(1000, 9999)
+        self.token = str(self.a * self.b + 7)
+
+    def cleared(self, request: FarmRequest) -> bool:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(request.header("cookie"))
+        except Exception:
+            return False
+        return self.COOKIE in cookie and cookie[self.COOKIE].value == self.token
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/article/")
+        if n is None:
+            return _not_found()
+        if self.cleared(request):
+            return _page(article_page(4000 + n))
+        return _page(
+            "<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>"
+            "<h1>Checking your browser before accessing the site</h1>"
+            "<p>This process is automatic. Your browser will redirect shortly.</p>"
+            "<script>(function () {"
+            f"  var a = {self.a}, b = {self.b};"
+            f"  document.cookie = '{self.COOKIE}=' + (a * b + 7) + '; path=/';"
+            "  setTimeout(function () { location.reload(); }, 200);"
+            "})();</script>"
+            "<noscript>Enable JavaScript and cookies to continue</noscript></body></html>",
+            503,
+            Cache_Control="no-store",
+        )
+
+
+def ua_rejected(user_agent: str) -> bool:
+    return "HeadlessChrome" in user_agent or not user_agent.startswith("Mozilla/")
+
+
+class UserAgentSite(Site):
+    """403 for clients that do not look like a browser, and for headless Chromium."""
+
+    name = "ua"
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/article/")
+        if n is None:
+            return _not_found()
+        if ua_rejected(request.header("user-agent")):
+            return _page(
+                "<!DOCTYPE html><html><head><title>Access denied</title></head><body>"
+                "<h1>Access denied</h1><p>Automated clients are not allowed.</p></body></html>",
+                403,
+            )
+        return _page(article_page(5000 + n))
+
+
+class GoneSite(Site):
+    """Genuine 404 and 410 answers, dressed like an app shell: never worth a browser."""
+
+    name = "gone"
+
+    def route(self, request: FarmRequest) -> Page:
+        status = {"/missing.html": 404, "/removed.html": 410}.get(request.path, 404)
+        return _page(
+            "<!DOCTYPE html><html><head><title>Page not found</title>"
+            "<script src='/static/app.js'></script></head>"
+            "<body><div id='root'></div></body></html>",
+            status,
+        )
+
+
+CSP = (
+    "default-src 'self'; script-src 'self' https://challenges.cloudflare.com "
+    "https://js.datadome.co https://client.px-cloud.net https://*.incapsula.com; "
+    "frame-src https://geo.captcha-delivery.com https://challenges.cloudflare.com"
+)
+
+
+class CspSite(Site):
+    """A healthy article behind a CDN whose headers name every anti-bot vendor."""
+
+    name = "csp"
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/article/")
+        if n is None:
+            return _not_found()
+        jsd = (
+            "<script>(function(){var s=document.createElement('script');"
+            "s.src='/cdn-cgi/challenge-platform/scripts/jsd/main.js';"
+            "document.head.appendChild(s);})();</script>"
+        )
+        return _page(
+            article_page(6000 + n, extra_body=jsd),
+            Content_Security_Policy=CSP,
+            Server="cloudflare",
+            CF_RAY="8a1b2c3d4e5f6789-AMS",
+            X_Iinfo="9-12345678-0 0NNN RT(1700000000000 0) q(0 -1 -1 -1) r(0 -1)",
+            X_DataDome="protected",
+            Set_Cookie="__cf_bm=abc; path=/; HttpOnly",
+        )
+
+
+class ThrottleSite(Site):
+    """429 + Retry-After for a path's first request, and for any request that comes
+    back before Retry-After has passed since the path's last 429."""
+
+    name = "throttle"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.last_429: dict[str, float] = {}
+        self.early: list[str] = []  # paths requested again too early
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/article/")
+        if n is None:
+            return _not_found()
+        now = time.monotonic()
+        last = self.last_429.get(request.path)
+        if last is None or now - last < RETRY_AFTER:
+            if last is not None:
+                self.early.append(request.path)
+            self.last_429[request.path] = now
+            return _page(
+                "<html><head><title>Too Many Requests</title></head>"
+                "<body><h1>429 Too Many Requests</h1></body></html>",
+                429,
+                Retry_After=str(RETRY_AFTER),
+            )
+        return _page(article_page(7000 + n))
+
+
+class FlakySite(Site):
+    """Every other request to a path is a 503 (with Retry-After): an overloaded
+    server, not a block."""
+
+    name = "flaky"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.count: dict[str, int] = {}
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/article/")
+        if n is None:
+            return _not_found()
+        count = self.count[request.path] = self.count.get(request.path, 0) + 1
+        if count % 2:
+            return _page(
+                "<html><head><title>503 Service Unavailable</title></head>"
+                "<body><h1>Service Unavailable</h1><p>Try again later.</p></body></html>",
+                503,
+                Retry_After=str(FLAKY_RETRY_AFTER),
+            )
+        return _page(article_page(8000 + n))
+
+
+class SlowSite(Site):
+    name = "slow"
+
+    def route(self, request: FarmRequest) -> Page:
+        for prefix, delay in (("/slow/", SLOW_DELAY), ("/timeout/", TIMEOUT_DELAY)):
+            n = _number(request.path, prefix)
+            if n is not None:
+                page = _page(article_page(9000 + n))
+                page.delay = delay
+                return page
+        return _not_found()
+
+
+class HugeSite(Site):
+    name = "huge"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        rng = random.Random("huge")
+        paragraphs = "\n".join(
+            "<p>" + " ".join(rng.choice(WORDS) for _ in range(100)) + ".</p>"
+            for _ in range(HUGE_PARAGRAPHS)
+        )
+        self.body = (
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>A very long report"
+            f"</title></head><body><article><h1>A very long report</h1>{paragraphs}"
+            "</article></body></html>"
+        ).encode()
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/huge.html":
+            return Page(self.body, headers=dict(HTML))
+        return _not_found()
+
+
+#: path → (body, Content-Type, a word the decoded text must contain)
+def encoding_pages() -> dict[str, tuple[bytes, str, str]]:
+    title, paragraphs = article_parts(10_000)
+    text = " ".join(paragraphs)
+
+    def doc(head: str, extra: str) -> str:
+        return (
+            f"<!DOCTYPE html><html><head>{head}<title>{title}</title></head><body><article>"
+            f"<h1>{title}</h1><p>{extra} {text}</p><p>{text}</p></article></body></html>"
+        )
+
+    return {
+        # Declared UTF-8, written in Latin-1: invalid UTF-8 bytes, plenty of them.
+        "/enc/latin1-declared-utf8.html": (
+            doc("", "Un café crème à Zürich, déjà très cher. " * 12).encode("latin-1"),
+            "text/html; charset=utf-8",
+            "Zürich",
+        ),
+        # No charset anywhere, windows-1252 typography.
+        "/enc/cp1252-undeclared.html": (
+            doc("", "\u201cSmart quotes\u201d \u2013 the naïve façade\u2026").encode("cp1252"),
+            "text/html",
+            "façade",
+        ),
+        # A meta charset that lies: the bytes are UTF-8.
+        "/enc/utf8-meta-latin1.html": (
+            doc("<meta charset='iso-8859-1'>", "Ελληνικά και русский текст").encode("utf-8"),
+            "text/html",
+            "русский",
+        ),
+        # UTF-16 with a BOM, declared nowhere.
+        "/enc/utf16.html": (
+            doc("", "Grüße aus Köln").encode("utf-16"),
+            "text/html",
+            "Köln",
+        ),
+    }
+
+
+class EncodingSite(Site):
+    name = "encodings"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.pages = encoding_pages()
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path in self.pages:
+            body, content_type, _ = self.pages[request.path]
+            return Page(body, headers={"Content-Type": content_type})
+        return _not_found()
+
+
+class OutageSite(Site):
+    """``/down/N.html`` fails on every engine (a 403 for everyone); ``/ok/N.html``
+    pages are healthy."""
+
+    name = "outage"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path.startswith("/down/"):
+            return _page(
+                "<!DOCTYPE html><html><head><title>Access denied</title></head><body>"
+                "<h1>Access denied</h1><p>You have been blocked.</p></body></html>",
+                403,
+            )
+        n = _number(request.path, "/ok/")
+        return _page(article_page(11_000 + n)) if n is not None else _not_found()
+
+
+class FixableSite(Site):
+    """Blocks clients that are not browsers from its articles until the test sets
+    ``fixed``."""
+
+    name = "fixable"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.fixed = False
+
+    def refuse(self, request: FarmRequest) -> Page | None:
+        if self.fixed or not request.path.startswith("/article/"):
+            return None
+        if request.header("user-agent").startswith("Mozilla/"):
+            return None
+        return _page(
+            "<!DOCTYPE html><html><head><title>Access denied</title></head>"
+            "<body><h1>Access denied</h1></body></html>",
+            403,
+        )
+
+    def route(self, request: FarmRequest) -> Page:
+        n = _number(request.path, "/article/")
+        return _page(article_page(12_000 + n)) if n is not None else _not_found()
+
+
+SITES: list[Callable[[str], Site]] = [
+    StaticSite,
+    SpaSite,
+    NextSite,
+    ChallengeSite,
+    UserAgentSite,
+    GoneSite,
+    CspSite,
+    ThrottleSite,
+    FlakySite,
+    SlowSite,
+    HugeSite,
+    EncodingSite,
+    OutageSite,
+    FixableSite,
+]
+
+
+@dataclass
+class HostileWeb:
+    """Every hostile site, started; ``web.spa``, ``web.challenge``... by name."""
+
+    sites: dict[str, Site] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Site:
+        try:
+            return self.__dict__["sites"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __iter__(self) -> Iterator[Site]:
+        return iter(self.sites.values())
+
+    def start(self, first_address: int = 2) -> HostileWeb:
+        for offset, factory in enumerate(SITES):
+            site = factory(f"127.0.0.{first_address + offset}")
+            site.farm.start()
+            self.sites[site.name] = site
+        return self
+
+    def stop(self) -> None:
+        # In parallel: each server takes up to its poll interval to notice.
+        stopping = [threading.Thread(target=site.farm.stop) for site in self.sites.values()]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
+
+    def __enter__(self) -> HostileWeb:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    with HostileWeb() as web:
+        for site in web:
+            print(f"{site.name:10} {site.farm.base}")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
