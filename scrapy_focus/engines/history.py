@@ -23,7 +23,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 ENGINES = ("http", "chromium", "stealth")
@@ -107,7 +107,9 @@ class DomainHistory:
         self.clock = clock
 
     def record(self, domain: str, engine: str) -> EngineRecord:
-        record = self.store.get(domain, engine) or EngineRecord()
+        """The record as of now (decayed): a copy, the store's own is left alone."""
+        stored = self.store.get(domain, engine)
+        record = replace(stored) if stored is not None else EngineRecord()
         record.decay(self.clock(), self.half_life)
         return record
 
