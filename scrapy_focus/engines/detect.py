@@ -6,6 +6,11 @@ live: named headers (``cf-mitigated``, ``x-datadome``, ``x-iinfo``...), the
 ``<title>``, and ``src``/``action`` attributes of scripts, iframes and forms.
 Never a free-text search over all headers: a CSP header that names a vendor
 is not a block.
+
+Rate limiting and overload are not blocks: a 429, or a 503 that says when to
+come back (``Retry-After``), is *transient*: the host is backed off and the
+request retried on the same engine, since a browser would be throttled just
+the same (a vendor's 429 challenge, e.g. DataDome's, is still a block).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ class Page:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "ok" | "genuine" | "blocked" | "shell" | "thin"
+    kind: str  # "ok" | "genuine" | "transient" | "blocked" | "shell" | "thin"
     reason: str = ""
 
     @property
@@ -103,13 +108,28 @@ def vendor_challenge(page: Page) -> str | None:
 
 def blocked(page: Page) -> str | None:
     """Why this response is a block or a challenge, or None."""
-    if page.status == 429:
-        return "http-429"
     vendor = vendor_challenge(page)
     if vendor is not None:
         return f"challenge-{vendor}"
+    if transient(page) is not None:
+        return None
     if page.status in (403, 503) and page.is_html and page.html.strip():
         return f"http-{page.status}-html"
+    return None
+
+
+def transient(page: Page) -> str | None:
+    """Why this is a server's "not now" (rate limit, overload), or None.
+
+    429; 503 with ``Retry-After``; other 5xx.  A vendor's challenge is never
+    transient (see :func:`blocked`); a 503 page without ``Retry-After`` is
+    treated as a block, as anti-bot walls serve them."""
+    if page.status == 429:
+        return "http-429"
+    if page.status == 503:
+        return "http-503-retry-after" if page.headers.get("retry-after") else None
+    if page.status >= 500:
+        return f"http-{page.status}"
     return None
 
 
@@ -140,10 +160,11 @@ def judge(page: Page, min_content_chars: int = 100) -> Verdict:
     reason = blocked(page)
     if reason is not None:
         return Verdict("blocked", reason)
+    reason = transient(page)
+    if reason is not None:
+        return Verdict("transient", reason)  # backoff and RetryMiddleware, same engine
     if page.status in GENUINE_STATUSES or 300 <= page.status < 400:
         return Verdict("genuine", f"http-{page.status}")
-    if page.status >= 500:
-        return Verdict("genuine", f"http-{page.status}")  # retries are RetryMiddleware's job
     if spa_shell(page):
         return Verdict("shell", "spa-shell")
     if thin(page, min_content_chars):

@@ -11,14 +11,23 @@ extraction to judge thin pages):
   error or a timeout re-issue the request with the next engine, through the
   scheduler (``dont_filter``, same fingerprint, ``focus_refresh`` so the corpus
   fetches it anew, and ``focus_supersede`` so the corpus keeps only the final
-  rendition).  404/410 and other genuine answers are final; so is the last engine;
+  rendition).  404/410 and other genuine answers are final; so is the last engine.
+  Exceptions raised before the attempt began (robots.txt, ``IgnoreRequest``)
+  and hosts that do not resolve or refuse connections never escalate;
+* **transient answers** (429, 503 with ``Retry-After``, other 5xx) do not
+  escalate: the host is backed off in the frontier (``Retry-After`` honoured,
+  see :mod:`scrapy_focus.frontier.politeness`) and ``RetryMiddleware`` re-issues
+  the request on the same engine, past the corpus (``focus_refresh``), the
+  retry's answer replacing the stored one (``focus_supersede``);
 * **provenance**: ``meta["focus_engine"]`` is the engine that produced the final
   response and ``meta["focus_trace"]`` lists every attempt (engine, browser,
-  status, verdict, seconds, extracted characters);
-* **backoff and breaker**: 429/503 hold the host in the frontier (``Retry-After``
-  honoured, see :mod:`scrapy_focus.frontier.politeness`); a domain that fails on
-  every engine ``FOCUS_BREAKER_THRESHOLD`` times in a row is held for a cool-down
-  (its requests wait in the frontier), then probed.
+  status, verdict, seconds, extracted characters).  The corpus stores the
+  final rendition with its engine; its ``focus_trace`` meta lists the attempts
+  before it (the version itself is the last one);
+* **breaker**: a domain blocked on every engine, or failing with network errors
+  on every engine, ``FOCUS_BREAKER_THRESHOLD`` times in a row is held for a
+  cool-down (its requests wait in the frontier), then probed.  Thin or shell
+  pages on the last engine are what those pages are: they do not count.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response, TextResponse
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
@@ -37,7 +46,7 @@ from scrapy_focus.corpus.db import acquire, release
 from scrapy_focus.corpus.storage import CorpusConfig
 from scrapy_focus.engines.breaker import CircuitBreaker
 from scrapy_focus.engines.detect import Page, judge
-from scrapy_focus.engines.handler import EngineInfo, available_engines
+from scrapy_focus.engines.handler import EngineInfo, engines_or_not_configured
 from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
 from scrapy_focus.frontier.politeness import parse_retry_after, politeness_for
 from scrapy_focus.text import decode
@@ -60,6 +69,9 @@ _DROP_ON_ESCALATION = (
     "download_latency",
     "cached_response",
     "_dont_cache",
+    "focus_attempt_started",
+    "focus_fetch_seconds",
+    "retry_times",
 )
 # No engine reaches a host whose name does not resolve or whose port is closed;
 # timeouts and dropped connections (a common anti-bot answer) do escalate.
@@ -83,7 +95,7 @@ class EngineLadderMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.engines: dict[str, EngineInfo] = available_engines(settings)
+        self.engines: dict[str, EngineInfo] = engines_or_not_configured(settings)
         self.order = list(self.engines)
         self.overrides = {d.lower(): e for d, e in settings.getdict("FOCUS_ENGINE_DOMAINS").items()}
         self.min_chars = settings.getint("FOCUS_MIN_CONTENT_CHARS", 100)
@@ -166,27 +178,42 @@ class EngineLadderMiddleware:
     ) -> Request | Response:
         meta = request.meta
         engine = str(meta.get("focus_engine") or "http")
+        started = meta.pop("focus_attempt_started", None)
         if "cached" in response.flags:
             return response  # it was the final rendition when it was stored
-        seconds = time.monotonic() - meta.get("focus_attempt_started", time.monotonic())
+        if started is None:
+            return response  # not an attempt this ladder started (another middleware's answer)
+        seconds = meta.pop("focus_fetch_seconds", None) or time.monotonic() - started
         extraction = meta.get("focus_extraction")
         verdict = judge(self._page(response, extraction), self.min_chars)
         domain = domain_of(request.url)
-        meta["focus_trace"] = [
-            *meta.get("focus_trace", []),
-            {
-                "engine": engine,
-                "browser": self.engines[engine].browser if engine in self.engines else engine,
-                "status": response.status,
-                "verdict": verdict.kind,
-                "reason": verdict.reason,
-                "seconds": round(seconds, 3),
-                "chars": extraction.text_chars if extraction is not None else None,
-            },
-        ]
+        self._trace(
+            request,
+            engine,
+            status=response.status,
+            verdict=verdict.kind,
+            reason=verdict.reason,
+            seconds=seconds,
+            chars=extraction.text_chars if extraction is not None else None,
+        )
         self.stats.inc_value(f"focus/ladder/verdict/{verdict.kind}")
         if response.status in (429, 503):
-            self.politeness.backoff(domain, parse_retry_after(response.headers.get(b"Retry-After")))
+            # Back the host off here: the scheduler only hears of responses that
+            # reach the spider, not of those retried or escalated.  A challenge
+            # without Retry-After is not a rate limit: no backoff for it.
+            retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
+            if verdict.kind == "transient" or retry_after is not None:
+                self.politeness.backoff(domain, retry_after)
+                self.stats.inc_value("focus/ladder/backoff")
+        if verdict.kind == "transient":
+            # The host said "not now": RetryMiddleware re-issues the request on
+            # this engine.  The retry must reach the network, not the corpus
+            # that just stored this answer, and replace it there.
+            meta["focus_refresh"] = True
+            if meta.get("focus_corpus_version") is not None:
+                meta["focus_supersede"] = meta["focus_corpus_version"]
+            self.stats.inc_value(f"focus/ladder/transient/{engine}")
+            return response
         if not verdict.escalate:
             self.history.observe(domain, engine, "success", seconds)
             self.breaker.success(domain)
@@ -197,36 +224,46 @@ class EngineLadderMiddleware:
         escalated = self._escalate(request, engine, verdict.reason)
         if escalated is not None:
             return escalated
-        self._final_failure(domain)
+        self.stats.inc_value(f"focus/ladder/final/{engine}")
+        if verdict.kind == "blocked":
+            # Thin or shell on the last engine is what the page is, not a failing site.
+            self._final_failure(domain)
         return response
 
     def process_exception(
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> Request | None:
-        if isinstance(exception, _NO_ESCALATION_ERRORS):
-            return None
         meta = request.meta
+        started = meta.pop("focus_attempt_started", None)
+        if started is None or isinstance(exception, IgnoreRequest):
+            # Raised before this ladder's attempt began (robots.txt, a filter...)
+            # or a deliberate drop: no engine changes that.
+            return None
         engine = str(meta.get("focus_engine") or "http")
-        seconds = time.monotonic() - meta.get("focus_attempt_started", time.monotonic())
-        domain = domain_of(request.url)
+        seconds = time.monotonic() - started
         reason = type(exception).__name__
-        meta["focus_trace"] = [
-            *meta.get("focus_trace", []),
-            {
-                "engine": engine,
-                "browser": self.engines[engine].browser if engine in self.engines else engine,
-                "status": None,
-                "verdict": "error",
-                "reason": reason,
-                "seconds": round(seconds, 3),
-                "chars": None,
-            },
-        ]
+        self._trace(request, engine, status=None, verdict="error", reason=reason, seconds=seconds)
+        if isinstance(exception, _NO_ESCALATION_ERRORS):
+            return None  # no engine reaches a host that does not resolve or refuses us
+        domain = domain_of(request.url)
         self.history.observe(domain, engine, "failure", seconds)
         escalated = self._escalate(request, engine, reason)
         if escalated is None:
             self._final_failure(domain)
         return escalated
+
+    def _trace(self, request: Request, engine: str, **attempt: Any) -> None:
+        """Append one attempt to ``meta["focus_trace"]`` (a new list: a stored copy stays)."""
+        entry = {
+            "engine": engine,
+            "browser": self.engines[engine].browser if engine in self.engines else engine,
+            "status": attempt["status"],
+            "verdict": attempt["verdict"],
+            "reason": attempt["reason"],
+            "seconds": round(attempt["seconds"], 3),
+            "chars": attempt.get("chars"),
+        }
+        request.meta["focus_trace"] = [*request.meta.get("focus_trace", []), entry]
 
     def _escalate(self, request: Request, engine: str, reason: str) -> Request | None:
         position = self.order.index(engine) if engine in self.order else len(self.order)
