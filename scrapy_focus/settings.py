@@ -196,6 +196,9 @@ FOCUS_BROWSER_MAX_PAGES = 4  # open pages per browser context
 FOCUS_BROWSER_CONTEXT_PAGES = 100  # a context is recycled after this many pages
 FOCUS_BROWSER_NAVIGATION_TIMEOUT = 30.0  # seconds
 FOCUS_BROWSER_BLOCK_RESOURCES = True  # no images, media, fonts, known trackers
+#: Seconds a browser engine gives a JavaScript challenge (a 403/429/503 page
+#: with scripts) to clear itself and reload; 0: take the first answer.
+FOCUS_BROWSER_CHALLENGE_WAIT = 10.0
 #: DomainHistory: how fast old evidence fades, and the share of probes of a
 #: cheaper engine than the learnt one.
 FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0

@@ -16,23 +16,34 @@ engine gets its own instance, built with that engine's settings.  A request with
 as it would with scrapy-playwright alone.  Browser fetches stay inside Scrapy's
 download slots, so per-host politeness applies to them too.
 
+Browsers are browsers: their navigations carry the browser's own identity
+headers (User-Agent, Accept*, ``sec-*``), not Scrapy's; other request headers
+(Referer, Authorization, cookies the browser does not have...) are passed on.
+A JavaScript challenge (a 403/429/503 page with scripts) gets up to
+``FOCUS_BROWSER_CHALLENGE_WAIT`` seconds to reload itself; the response is then
+the page the browser ended on, with that navigation's status and headers.
+
 Hygiene: pages are closed by scrapy-playwright after each response (also on
-errors); at most ``FOCUS_BROWSER_MAX_PAGES`` pages per context; contexts are
-recycled every ``FOCUS_BROWSER_CONTEXT_PAGES`` pages; images, media, fonts and
-known trackers are not loaded (``FOCUS_BROWSER_BLOCK_RESOURCES``); browsers and
-drivers are closed with the handler.
+errors); at most ``FOCUS_BROWSER_MAX_PAGES`` pages open per browser; contexts
+are recycled every ``FOCUS_BROWSER_CONTEXT_PAGES`` pages; images, media, fonts
+and known trackers are not loaded (``FOCUS_BROWSER_BLOCK_RESOURCES``); browsers
+and drivers are closed with the handler.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.metadata
 import importlib.util
 import inspect
+import json
 import logging
 import os
+import re
 import shutil
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
@@ -50,6 +61,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HTTP_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+KNOWN_ENGINES = ("http", "chromium", "stealth")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -72,6 +84,14 @@ TRACKER_HOSTS = (
 
 
 CAMOUFOX_PROVIDER = "scrapy_focus.engines.handler.CamoufoxBrowserProvider"
+BROWSER_HEADERS = "scrapy_focus.engines.handler.browser_headers"
+#: Request headers a browser sets itself: Scrapy's values never replace them.
+BROWSER_OWNED_HEADERS = frozenset(
+    {"user-agent", "accept", "accept-language", "accept-encoding", "connection", "host"}
+)
+#: Statuses of a challenge page that may clear itself with JavaScript.
+CHALLENGE_STATUSES = frozenset({403, 429, 503})
+_SCRIPT = re.compile(rb"<script\b", re.I)
 
 
 class EngineError(RuntimeError):
@@ -123,9 +143,21 @@ def check_camoufox_playwright() -> None:
             )
 
 
+def engine_names(settings: BaseSettings) -> list[str]:
+    """FOCUS_ENGINES as a list: a list, ``"http,chromium"`` or ``'["http", "chromium"]'``
+    (what ``-s FOCUS_ENGINES=...`` gives)."""
+    value = settings.get("FOCUS_ENGINES")
+    if isinstance(value, str) and value.strip().startswith("["):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    if isinstance(value, str):
+        value = value.split(",")
+    return [str(name).strip() for name in value or () if str(name).strip()]
+
+
 def available_engines(settings: BaseSettings) -> dict[str, EngineInfo]:
     """The engines this machine can run, in ladder order, from settings and what is installed."""
-    wanted = settings.getlist("FOCUS_ENGINES") or ["http", "chromium", "stealth"]
+    wanted = engine_names(settings) or list(KNOWN_ENGINES)
     found: dict[str, EngineInfo] = {}
     common = {
         "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": settings.getint("FOCUS_BROWSER_MAX_PAGES", 4),
@@ -133,11 +165,18 @@ def available_engines(settings: BaseSettings) -> dict[str, EngineInfo]:
             "FOCUS_BROWSER_NAVIGATION_TIMEOUT", 30.0
         )
         * 1000,
+        "PLAYWRIGHT_PROCESS_REQUEST_HEADERS": BROWSER_HEADERS,
     }
     if settings.getbool("FOCUS_BROWSER_BLOCK_RESOURCES", True):
         common["PLAYWRIGHT_ABORT_REQUEST"] = "scrapy_focus.engines.handler.should_abort_request"
     for engine in wanted:
-        if engine == "http":
+        if engine not in KNOWN_ENGINES:
+            logger.warning(
+                "FOCUS_ENGINES names an unknown engine %r (known: %s): skipped",
+                engine,
+                ", ".join(KNOWN_ENGINES),
+            )
+        elif engine == "http":
             found["http"] = EngineInfo("http", "scrapy-http", {})
         elif engine == "chromium" and _playwright_installed():
             executable = settings.get("FOCUS_CHROMIUM_EXECUTABLE") or None
@@ -185,13 +224,18 @@ def _stealth_engine(settings: BaseSettings, common: dict[str, Any]) -> EngineInf
             "FOCUS_STEALTH_BROWSER='camoufox' but no Camoufox browser is "
             "installed (run `camoufox fetch` on a machine with internet)"
         )
-    executable = (
-        settings.get("FOCUS_FIREFOX_EXECUTABLE")
-        or shutil.which("firefox-esr")
-        or shutil.which("firefox")
-    )
-    if not executable or not os.path.exists(executable):
-        logger.info("No Firefox found (FOCUS_FIREFOX_EXECUTABLE): stealth engine skipped")
+    configured = settings.get("FOCUS_FIREFOX_EXECUTABLE") or None
+    if configured and not os.path.exists(configured):
+        logger.warning(
+            "FOCUS_FIREFOX_EXECUTABLE=%s does not exist: stealth engine disabled", configured
+        )
+        return None
+    executable = configured or shutil.which("firefox-esr") or shutil.which("firefox")
+    if not executable:
+        logger.info(
+            "No Camoufox browser and no Firefox on PATH (set FOCUS_FIREFOX_EXECUTABLE): "
+            "stealth engine skipped"
+        )
         return None
     launch = {"headless": True, "executable_path": executable}
     if settings.getbool("FOCUS_FIREFOX_BIDI", True):
@@ -201,6 +245,83 @@ def _stealth_engine(settings: BaseSettings, common: dict[str, Any]) -> EngineInf
         os.path.basename(executable),
         {**common, "PLAYWRIGHT_BROWSER_TYPE": "firefox", "PLAYWRIGHT_LAUNCH_OPTIONS": launch},
     )
+
+
+async def browser_headers(
+    *, browser_type_name: str, playwright_request: Any, scrapy_request_data: dict
+) -> dict[str, str]:
+    """PLAYWRIGHT_PROCESS_REQUEST_HEADERS of the browser engines.
+
+    scrapy-playwright's default sends Scrapy's headers with every navigation,
+    so a browser engine would introduce itself as ``Scrapy/2.x`` and drop the
+    cookies its own scripts set (a JS challenge could never pass).  Here the
+    browser's headers stand, and Scrapy's other headers are added where the
+    browser has none.  Browser-identity headers (``User-Agent``, ``Accept*``,
+    ``sec-*``) are never taken from Scrapy: after a Chromium attempt the Scrapy
+    request holds Chromium's, which must not follow the request to Firefox."""
+    headers = dict(await playwright_request.all_headers())
+    if not playwright_request.is_navigation_request():
+        return headers
+    for name, value in scrapy_request_data["headers"].to_unicode_dict().items():
+        key = name.lower()
+        if key in BROWSER_OWNED_HEADERS or key.startswith("sec-"):
+            continue
+        headers.setdefault(key, value)
+    if browser_type_name == "firefox":
+        # As scrapy-playwright does: Firefox resets a navigation without it.
+        headers["host"] = urlsplit(playwright_request.url).netloc
+    return headers
+
+
+@dataclass
+class _Navigations:
+    """Main-frame document responses and load events of one page, while it is open."""
+
+    page: Any
+    responses: list[Any] = field(default_factory=list)
+    loads: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    final: tuple[int, dict[str, str], str] | None = None  # status, headers, url
+
+    def attach(self) -> None:
+        self.page.on("response", self._response)
+        self.page.on("load", self._load)
+
+    def _response(self, response: Any) -> None:
+        try:
+            main = response.frame == self.page.main_frame
+            navigation = response.request.is_navigation_request()
+        except Exception:  # a frame detached meanwhile
+            return
+        if main and navigation:
+            self.responses.append(response)
+            self.changed.set()
+
+    def _load(self, *_: Any) -> None:
+        self.loads += 1
+        self.changed.set()
+
+    async def settle(self, page: Any, wait: float) -> None:
+        """A PageMethod: give a challenge page *wait* seconds to clear itself, i.e. to
+        navigate to a document that is not a challenge, and that document to load."""
+        if not self.responses or self.responses[0].status not in CHALLENGE_STATUSES:
+            return
+        with contextlib.suppress(Exception):  # navigating already: that is the reload
+            if not _SCRIPT.search((await page.content()).encode()):
+                return  # a plain error page: nothing will run
+        deadline = time.monotonic() + wait
+        while self.responses[-1].status in CHALLENGE_STATUSES or self.loads < len(self.responses):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return
+        last = self.responses[-1]
+        with contextlib.suppress(Exception):
+            self.final = (last.status, await last.all_headers(), last.url)
 
 
 def should_abort_request(request: Any) -> bool:
@@ -268,6 +389,9 @@ class _Engines:
         }
         self._lock: Any = None
         self.users = 0
+        self.failed: dict[str, str] = {}  # engine → why it could not start
+        self.max_pages = max(1, crawler.settings.getint("FOCUS_BROWSER_MAX_PAGES", 4))
+        self._page_slots: dict[str, asyncio.Semaphore] = {}
         for engine, info in self.info.items():
             crawler.stats.set_value(f"focus/engine/{engine}/browser", info.browser)
         logger.info("Engines: %s", ", ".join(f"{e} ({i.browser})" for e, i in self.info.items()))
@@ -277,33 +401,65 @@ class _Engines:
             return self.handlers[engine]
         if engine not in self.info:
             return None
-        import asyncio
-
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            if engine in self.failed:
+                raise EngineError(f"the {engine} engine could not start: {self.failed[engine]}")
             if engine not in self.handlers:
-                from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
-
-                handler = ScrapyPlaywrightDownloadHandler(
-                    _CrawlerView(self.crawler, self.info[engine].settings)
-                )
-                # scrapy-playwright starts its driver on engine_started, which has
-                # passed: start it the way that signal handler would.
-                launch = getattr(handler, "_maybe_launch_in_thread", None) or handler._launch
-                await launch()
-                self.handlers[engine] = handler
+                self.handlers[engine] = await self._start(engine)
                 logger.info("Started the %s engine (%s)", engine, self.info[engine].browser)
         return self.handlers[engine]
 
+    async def _start(self, engine: str) -> Any:
+        from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+        info = self.info[engine]
+        handler = ScrapyPlaywrightDownloadHandler(_CrawlerView(self.crawler, info.settings))
+        try:
+            # scrapy-playwright starts its driver on engine_started, which has
+            # passed: start it the way that signal handler would.
+            launch = getattr(handler, "_maybe_launch_in_thread", None) or handler._launch
+            await launch()
+            # Launch the browser now rather than inside the first page's download,
+            # so that page's time is the page's (DomainHistory learns from it).
+            browser = getattr(handler, "_maybe_launch_browser", None)
+            if browser is not None and not handler.config.use_threaded_loop:
+                await browser()
+        except Exception as exc:
+            # Once, not at every request; and no driver left running behind it.
+            self.failed[engine] = f"{type(exc).__name__}: {exc}".strip()
+            self.crawler.stats.set_value(f"focus/engine/{engine}/failed", self.failed[engine])
+            logger.error(
+                "The %s engine (%s) could not start; it is skipped from now on: %s",
+                engine,
+                info.browser,
+                self.failed[engine],
+            )
+            await _close_handler(engine, handler)
+            raise EngineError(
+                f"the {engine} engine could not start: {self.failed[engine]}"
+            ) from exc
+        return handler
+
+    def page_slots(self, engine: str) -> asyncio.Semaphore:
+        """At most FOCUS_BROWSER_MAX_PAGES pages open in *engine*'s browser, all contexts."""
+        if engine not in self._page_slots:
+            self._page_slots[engine] = asyncio.Semaphore(self.max_pages)
+        return self._page_slots[engine]
+
     async def close(self) -> None:
         for engine, handler in self.handlers.items():
-            try:
-                result = handler.close()
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                logger.exception("Closing the %s engine failed", engine)
+            await _close_handler(engine, handler)
+
+
+async def _close_handler(engine: str, handler: Any) -> None:
+    try:
+        result = handler.close()
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        logger.exception("Closing the %s engine failed", engine)
 
 
 _SHARED: WeakKeyDictionary[Any, _Engines] = WeakKeyDictionary()
@@ -321,6 +477,7 @@ class FocusDownloadHandler:
         self._shared.users += 1
         self.engines = self._shared.info
         self.context_pages = crawler.settings.getint("FOCUS_BROWSER_CONTEXT_PAGES", 100)
+        self.challenge_wait = crawler.settings.getfloat("FOCUS_BROWSER_CHALLENGE_WAIT", 10.0)
         self._pages: dict[str, int] = {}
 
     @classmethod
@@ -341,14 +498,66 @@ class FocusDownloadHandler:
                 f"engine {engine!r} is not available for {request.url}: available are "
                 f"{', '.join(self.engines)} (see FOCUS_ENGINES and the browser settings)"
             )
-        if engine != "http":
-            request.meta["playwright"] = True
-            request.meta.setdefault("playwright_context", self._context_name(engine))
         self.stats.inc_value(f"focus/engine/{engine}/requests")
+        # focus_fetch_seconds: the engine's own time for the page (DomainHistory's
+        # latency), not the time spent waiting for a free browser page.
+        if engine == "http":
+            started = time.monotonic()
+            response = await self._fetch(handler, request, spider)
+        else:
+            try:
+                async with self._shared.page_slots(engine):
+                    started = time.monotonic()
+                    response = await self._browse(engine, handler, request, spider)
+            finally:
+                await self._recycle(engine, handler)
+        request.meta["focus_fetch_seconds"] = time.monotonic() - started
+        return response
+
+    async def _fetch(self, handler: Any, request: Request, spider: Any) -> Response:
         result = _call(handler.download_request, request, spider or self.crawler.spider)
-        response = await result if inspect.isawaitable(result) else result
-        if engine != "http":
-            await self._recycle(engine, handler)
+        return await result if inspect.isawaitable(result) else result
+
+    async def _browse(self, engine: str, handler: Any, request: Request, spider: Any) -> Response:
+        """One browser page: scrapy-playwright's download, plus the challenge wait."""
+        meta = request.meta
+        meta["playwright"] = True
+        context = meta.get("playwright_context")
+        if not context or str(context).startswith("focus-"):
+            meta["playwright_context"] = self._context_name(engine)  # ours: next generation
+        navigations: _Navigations | None = None
+        user_init = meta.get("playwright_page_init_callback")
+        user_methods = meta.get("playwright_page_methods")
+        if self.challenge_wait > 0 and not meta.get("playwright_include_page"):
+
+            async def init(page: Any, request: Request) -> None:
+                nonlocal navigations
+                navigations = _Navigations(page)
+                navigations.attach()
+                if user_init:
+                    await load_object(user_init)(page, request)
+
+            async def settle(page: Any) -> None:
+                if navigations is not None:
+                    await navigations.settle(page, self.challenge_wait)
+
+            from scrapy_playwright.page import PageMethod
+
+            methods = user_methods.values() if isinstance(user_methods, dict) else user_methods
+            meta["playwright_page_init_callback"] = init
+            meta["playwright_page_methods"] = [PageMethod(settle), *(methods or ())]
+        try:
+            response = await self._fetch(handler, request, spider)
+        finally:
+            # Closures do not belong in a request that goes back to the scheduler.
+            _restore(meta, "playwright_page_init_callback", user_init)
+            _restore(meta, "playwright_page_methods", user_methods)
+        if navigations is not None and navigations.final is not None:
+            status, headers, url = navigations.final
+            if status != response.status:
+                self.stats.inc_value(f"focus/engine/{engine}/challenge_passed")
+                headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
+                response = response.replace(status=status, headers=headers, url=url)
         return response
 
     def _context_name(self, engine: str) -> str:
@@ -380,6 +589,13 @@ class FocusDownloadHandler:
             await self._shared.close()
 
 
+def _restore(meta: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        meta.pop(key, None)
+    else:
+        meta[key] = value
+
+
 def _call(method: Any, request: Request, spider: Any) -> Any:
     """Call a handler's download_request, old (Deferred, spider) or new (async) style."""
     params = inspect.signature(method).parameters
@@ -392,5 +608,8 @@ def _call(method: Any, request: Request, spider: Any) -> Any:
 def engines_or_not_configured(settings: BaseSettings) -> dict[str, EngineInfo]:
     engines = available_engines(settings)
     if len(engines) < 2:
-        raise NotConfigured("the engine ladder needs at least two engines")
+        raise NotConfigured(
+            f"the engine ladder needs at least two engines; available: "
+            f"{', '.join(engines) or 'none'} (see FOCUS_ENGINES and the browser settings)"
+        )
     return engines
