@@ -45,7 +45,7 @@ from tests.farm import WORDS, Farm, FarmRequest, Page
 
 SPA_PAGES = 12
 SLOW_DELAY = 0.4  # /slow/N.html: slow, but within any sane timeout
-TIMEOUT_DELAY = 4.0  # /timeout/N.html: over the DOWNLOAD_TIMEOUT the tests set
+TIMEOUT_DELAY = 5.0  # /timeout/N.html: over the DOWNLOAD_TIMEOUT the tests set
 RETRY_AFTER = 2  # seconds, the throttle site's Retry-After
 FLAKY_RETRY_AFTER = 1
 HUGE_PARAGRAPHS = 3000  # about 2 MB
