@@ -311,6 +311,7 @@ def fit_logistic(
         for j in range(1, d + 1):  # no penalty on the bias
             grad[j] += l2 * w[j]
             hess[j][j] += l2
+        hess[0][0] += 1e-6  # all one class in a small sample: keep the system solvable
         for j in range(d + 1):
             for k in range(j):
                 hess[j][k] = hess[k][j]
@@ -516,7 +517,7 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
             f"Decision: fast=True loses {' and '.join(losses)} of F1 (the 95% interval of "
             "the difference excludes 0), so `ExtractOptions.fast` defaults to False."
             if losses
-            else "Decision: fast=True loses nothing measurable, so it stays the default."
+            else "Decision: fast=True loses nothing measurable here, so it can be the default."
         ),
         "",
         "### Confidence",
