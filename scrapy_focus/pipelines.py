@@ -54,6 +54,7 @@ class ConfidencePipeline:
         self.high = crawler.settings.getfloat("FOCUS_HIGH_CONFIDENCE", 0.75)
         self.medium = crawler.settings.getfloat("FOCUS_MEDIUM_CONFIDENCE", 0.45)
         self.stats = crawler.stats
+        self.min_content_chars = crawler.settings.getint("FOCUS_MIN_CONTENT_CHARS", 100)
         from scrapy_focus.extract.confidence import confidence
 
         self._confidence = confidence
@@ -64,7 +65,9 @@ class ConfidencePipeline:
 
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         if isinstance(item, PageItem) and item.confidence is None and item.extraction:
-            item.confidence = round(self._confidence(item.extraction), 4)
+            item.confidence = round(
+                self._confidence(item.extraction, min_content_chars=self.min_content_chars), 4
+            )
             band = (
                 "high"
                 if item.confidence >= self.high

@@ -55,12 +55,12 @@ class ExtractConfig:
             function=settings.get("FOCUS_EXTRACT_FUNCTION")
             or "scrapy_focus.extract.page.extract_page",
             options=ExtractOptions(
-                fast=settings.getbool("FOCUS_EXTRACT_FAST", True),
+                fast=settings.getbool("FOCUS_EXTRACT_FAST"),
                 with_metadata=settings.getbool("FOCUS_EXTRACT_METADATA", True),
                 favor_precision=settings.getbool("FOCUS_EXTRACT_FAVOR_PRECISION"),
                 favor_recall=settings.getbool("FOCUS_EXTRACT_FAVOR_RECALL"),
                 include_tables=settings.getbool("FOCUS_EXTRACT_TABLES", True),
-                max_tree_size=settings.getint("FOCUS_EXTRACT_MAX_TREE_SIZE", 100_000),
+                max_tree_size=settings.getint("FOCUS_EXTRACT_MAX_TREE_SIZE", 30_000),
                 max_html_bytes=settings.getint("FOCUS_EXTRACT_MAX_BYTES", 8 * 1024 * 1024),
             ),
         )
