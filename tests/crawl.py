@@ -51,80 +51,24 @@ def crawl_command(
     ]
     for name, value in (args or {}).items():
         command += ["-a", f"{name}={value}"]
-    for name, value in merged.items():
+    return command + setting_args(merged)
+
+
+def setting_args(settings: dict[str, Any]) -> list[str]:
+    """``-s NAME=VALUE`` arguments; dicts and lists as JSON, as Scrapy reads them."""
+    args: list[str] = []
+    for name, value in settings.items():
         text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{name}={text}"]
-    return command
+        args += ["-s", f"{name}={text}"]
+    return args
 
 
-def run_crawl(
-    workdir: Path,
-    urls: list[str],
-    settings: dict[str, Any] | None = None,
-    follow: bool = False,
-    timeout: float = 120,
-    spider: str = "farm_spider.py",
-    args: dict[str, str] | None = None,
-) -> CrawlResult:
-    """Run the farm spider in *workdir*; return its log, items and final stats."""
+def _run(command: list[str], workdir: Path, timeout: float) -> CrawlResult:
+    """Run a crawl command in *workdir*; collect items.jsonl and the final stats."""
     items_file = workdir / "items.jsonl"
-    items_file.unlink(missing_ok=True)
     stats_file = workdir / "stats.json"
-    merged = {"STATS_DUMP": True, **(settings or {})}
-    merged.setdefault("EXTENSIONS", {"tests.stats_dump.StatsToFile": 0})
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(Path(__file__).parent.parent),
-        "FOCUS_TEST_STATS_FILE": str(stats_file),
-    }
-    proc = subprocess.run(
-        crawl_command(workdir, urls, merged, follow, spider, args),
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    items = (
-        [json.loads(line) for line in items_file.read_text().splitlines()]
-        if items_file.exists()
-        else []
-    )
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
-    return CrawlResult(proc.returncode, proc.stderr, items, stats)
-
-
-def run_focus_crawl(
-    workdir: Path,
-    seeds: list[str],
-    topic: str | None = None,
-    settings: dict[str, Any] | None = None,
-    timeout: float = 180,
-    job: Path | None = None,
-) -> CrawlResult:
-    """Run ``scrapy focus-crawl`` in *workdir*, as a user would."""
-    items_file = workdir / "items.jsonl"
     items_file.unlink(missing_ok=True)
-    stats_file = workdir / "stats.json"
     stats_file.unlink(missing_ok=True)
-    merged = {
-        "LOG_LEVEL": "INFO",
-        "TELNETCONSOLE_ENABLED": False,
-        "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
-        **(settings or {}),
-    }
-    command = [sys.executable, "-m", "scrapy", "focus-crawl"]
-    if job is not None:
-        command.append(str(job))
-    for seed in seeds:
-        command += ["--seed", seed]
-    if topic:
-        command += ["--topic", topic]
-    command += ["-O", str(items_file) + ":jsonlines"]
-    for name, value in merged.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{name}={text}"]
     env = {
         **os.environ,
         "PYTHONPATH": str(Path(__file__).parent.parent),
@@ -140,3 +84,44 @@ def run_focus_crawl(
     )
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     return CrawlResult(proc.returncode, proc.stderr, items, stats)
+
+
+def run_crawl(
+    workdir: Path,
+    urls: list[str],
+    settings: dict[str, Any] | None = None,
+    follow: bool = False,
+    timeout: float = 120,
+    spider: str = "farm_spider.py",
+    args: dict[str, str] | None = None,
+) -> CrawlResult:
+    """Run a test spider in *workdir*; return its log, items and final stats."""
+    merged = {"STATS_DUMP": True, **(settings or {})}
+    merged.setdefault("EXTENSIONS", {"tests.stats_dump.StatsToFile": 0})
+    return _run(crawl_command(workdir, urls, merged, follow, spider, args), workdir, timeout)
+
+
+def run_focus_crawl(
+    workdir: Path,
+    seeds: list[str],
+    topic: str | None = None,
+    settings: dict[str, Any] | None = None,
+    timeout: float = 180,
+    job: Path | None = None,
+) -> CrawlResult:
+    """Run ``scrapy focus-crawl`` in *workdir*, as a user would."""
+    merged = {
+        "LOG_LEVEL": "INFO",
+        "TELNETCONSOLE_ENABLED": False,
+        "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+        **(settings or {}),
+    }
+    command = [sys.executable, "-m", "scrapy", "focus-crawl"]
+    if job is not None:
+        command.append(str(job))
+    for seed in seeds:
+        command += ["--seed", seed]
+    if topic:
+        command += ["--topic", topic]
+    command += ["-O", str(workdir / "items.jsonl") + ":jsonlines", *setting_args(merged)]
+    return _run(command, workdir, timeout)
