@@ -48,7 +48,7 @@ from scrapy_focus.engines.breaker import CircuitBreaker
 from scrapy_focus.engines.detect import Page, judge
 from scrapy_focus.engines.handler import EngineInfo, engines_or_not_configured
 from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
-from scrapy_focus.frontier.politeness import parse_retry_after, politeness_for
+from scrapy_focus.frontier.politeness import politeness_for
 from scrapy_focus.text import decode
 
 if TYPE_CHECKING:
@@ -197,14 +197,8 @@ class EngineLadderMiddleware:
             chars=extraction.text_chars if extraction is not None else None,
         )
         self.stats.inc_value(f"focus/ladder/verdict/{verdict.kind}")
-        if response.status in (429, 503):
-            # Back the host off here: the scheduler only hears of responses that
-            # reach the spider, not of those retried or escalated.  A challenge
-            # without Retry-After is not a rate limit: no backoff for it.
-            retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
-            if verdict.kind == "transient" or retry_after is not None:
-                self.politeness.backoff(domain, retry_after)
-                self.stats.inc_value("focus/ladder/backoff")
+        # Backoff for 429/503 is the scheduler's (on response_downloaded, which sees
+        # every network answer, retried or escalated or not): one place, one level.
         if verdict.kind == "transient":
             # The host said "not now": RetryMiddleware re-issues the request on
             # this engine.  The retry must reach the network, not the corpus

@@ -124,7 +124,9 @@ class FocusScheduler(BaseScheduler):
         self._waiting: list[tuple[float, int, str]] = []  # (ready at, gen, host)
         self._gen: dict[str, int] = {}
         self._best: dict[str, bytes | None] = {}
-        self._dispatched: dict[int, tuple[str, bytes]] = {}  # id(request) → host, lease
+        # id(request) → (host, lease, fingerprint) of the requests handed out and not done
+        self._dispatched: dict[int, tuple[str, bytes, bytes]] = {}
+        self._dispatched_pages: dict[bytes, int] = {}  # fingerprint → id(request) in flight
         self._leases: dict[bytes, bytes] = {}  # fingerprint → lease key
         self._host_pages: Counter[str] = Counter()
         self._query_variants: defaultdict[str, set[str]] = defaultdict(set)
@@ -145,6 +147,7 @@ class FocusScheduler(BaseScheduler):
         crawler.signals.connect(scheduler._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(scheduler._left, signal=signals.request_left_downloader)
         crawler.signals.connect(scheduler._response, signal=signals.response_received)
+        crawler.signals.connect(scheduler._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(scheduler._dropped, signal=signals.request_dropped)
         return scheduler
 
@@ -188,6 +191,10 @@ class FocusScheduler(BaseScheduler):
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
         # Every request marks its page seen (seeds and re-fetches too, so a link
         # to them later is a duplicate); only dont_filter skips the check.
+        if fingerprint in self._dispatched_pages:
+            # The page's dispatched request came back as this one (retry, escalation,
+            # breaker hold) without a response: its per-host slot is free again.
+            self._release(self._dispatched_pages.pop(fingerprint), network=False)
         new = store.seen_add(fingerprint)
         if not new and not request.dont_filter:
             self.stats.inc_value("focus/frontier/duplicate")
@@ -273,6 +280,9 @@ class FocusScheduler(BaseScheduler):
         focus = request.meta.get("focus")
         if seed or not focus:
             return 1.0
+        if not focus.get("parent_url"):
+            # A seed coming back (retried, escalated, held): it keeps its score.
+            return float(focus.get("score", 1.0))
         link = LinkContext.from_meta(focus)
         if (
             self.config.hard_focus
@@ -323,8 +333,12 @@ class FocusScheduler(BaseScheduler):
             self._place(host)
             return None
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        superseded = self._leases.pop(fingerprint, None)
+        if superseded is not None:
+            store.ack(superseded)  # an earlier request for this page came back as this one
         self._leases[fingerprint] = entry.lease
-        self._dispatched[id(request)] = (host, entry.lease)
+        self._dispatched[id(request)] = (host, entry.lease, fingerprint)
+        self._dispatched_pages[fingerprint] = id(request)
         self.politeness.dispatched(host, id(request))
         self._place(host)
         self.stats.inc_value("focus/frontier/dequeued")
@@ -394,11 +408,16 @@ class FocusScheduler(BaseScheduler):
     # -- what happens to requests after dispatch (signals)
 
     def _finished(self, request: Request, network: bool = True) -> None:
-        dispatched = self._dispatched.pop(id(request), None)
+        self._release(id(request), network)
+
+    def _release(self, request_id: int, network: bool = True) -> None:
+        dispatched = self._dispatched.pop(request_id, None)
         if dispatched is None:
             return
-        host, _ = dispatched
-        if self.politeness.finished(host, id(request), network) and self.store is not None:
+        host, _, fingerprint = dispatched
+        if self._dispatched_pages.get(fingerprint) == request_id:
+            del self._dispatched_pages[fingerprint]
+        if self.politeness.finished(host, request_id, network) and self.store is not None:
             self._place(host)
 
     def _reached(self, request: Request, spider: Spider | None = None) -> None:
@@ -413,10 +432,15 @@ class FocusScheduler(BaseScheduler):
     def _dropped(self, request: Request, spider: Spider | None = None) -> None:
         self._finished(request)
 
-    def _response(self, response: Response, request: Request, spider: Spider | None = None) -> None:
-        self._finished(request)
+    def _downloaded(
+        self, response: Response, request: Request, spider: Spider | None = None
+    ) -> None:
+        """Every network response, before any middleware retries or escalates it:
+        the one place that backs a host off (429/503, Retry-After honoured)."""
         host = host_of(request.url)
-        if response.status in (429, 503):
+        if response.status == 429 or (
+            response.status == 503 and b"Retry-After" in response.headers
+        ):
             wait = self.politeness.backoff(
                 host, parse_retry_after(response.headers.get(b"Retry-After"))
             )
@@ -424,6 +448,10 @@ class FocusScheduler(BaseScheduler):
             logger.info("Backing off %s for %.1fs after HTTP %d", host, wait, response.status)
         elif response.status < 400:
             self.politeness.recovered(host)
+
+    def _response(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        self._finished(request, network="cached" not in response.flags)
+        host = host_of(request.url)
         if "cached" not in response.flags:
             self.stats.inc_value(f"focus/host/{host}/requests")
         if not 300 <= response.status < 400:
