@@ -109,6 +109,22 @@ def _playwright_installed() -> bool:
     return importlib.util.find_spec("scrapy_playwright") is not None
 
 
+def _playwright_browser(name: str) -> bool:
+    """Whether ``playwright install`` put a build of *name* on this machine."""
+    root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.expanduser(
+        "~/.cache/ms-playwright"
+    )
+    return os.path.isdir(root) and any(entry.startswith(f"{name}-") for entry in os.listdir(root))
+
+
+def _system_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return os.path.realpath(path) if name.startswith("google") else path
+    return None
+
+
 def camoufox_browser() -> str | None:
     """Path of an installed Camoufox browser, or None (never downloads)."""
     if importlib.util.find_spec("camoufox") is None:
@@ -186,6 +202,14 @@ def available_engines(settings: BaseSettings) -> dict[str, EngineInfo]:
                     executable,
                 )
                 continue
+            if executable is None and not _playwright_browser("chromium"):
+                executable = _system_chromium()
+                if executable is None:
+                    logger.info(
+                        "No Chromium found (Playwright's own, or FOCUS_CHROMIUM_EXECUTABLE, "
+                        "or chromium on PATH): chromium engine skipped"
+                    )
+                    continue
             launch: dict[str, Any] = {"headless": True, "args": CHROMIUM_ARGS}
             if executable:
                 launch["executable_path"] = executable
