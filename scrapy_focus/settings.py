@@ -203,6 +203,11 @@ FOCUS_BROWSER_BLOCK_RESOURCES = True  # no images, media, fonts, known trackers
 #: Seconds a browser engine gives a JavaScript challenge (a 403/429/503 page
 #: with scripts) to clear itself and reload; 0: take the first answer.
 FOCUS_BROWSER_CHALLENGE_WAIT = 10.0
+#: DomainHistory: where a domain's requests start, learnt from what worked.
+#: False: every request starts on the first engine of FOCUS_ENGINES (unless
+#: FOCUS_ENGINE_DOMAINS or the request's meta says otherwise) and nothing is
+#: learnt or stored; the ladder still escalates.
+FOCUS_HISTORY_ENABLED = True
 #: DomainHistory: how fast old evidence fades, and the share of probes of a
 #: cheaper engine than the learnt one.
 FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0

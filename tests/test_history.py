@@ -1,9 +1,16 @@
-"""DomainHistory and CircuitBreaker: the ladder's memory and its fuse, as pure logic."""
+"""DomainHistory and CircuitBreaker: the ladder's memory and its fuse, as pure logic
+(and the ladder middleware's start engine, with and without its history)."""
 
 from __future__ import annotations
 
-import pytest
+import os
 
+import pytest
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+
+from scrapy_focus import settings as focus_defaults
 from scrapy_focus.engines.breaker import CircuitBreaker
 from scrapy_focus.engines.history import (
     ENGINES,
@@ -12,6 +19,10 @@ from scrapy_focus.engines.history import (
     EngineRecord,
     MemoryHistoryStore,
 )
+from scrapy_focus.engines.ladder import EngineLadderMiddleware
+from tests.hostile import article_page
+
+CHROMIUM = "/usr/bin/chromium"
 
 HOUR = 3600.0
 
@@ -245,6 +256,61 @@ def test_history_in_a_store_outlives_the_history_object():
         first.observe("example.com", "chromium", "success", 1.0)
     second = DomainHistory(CorpusHistoryStore(db), probe_rate=0.0)
     assert second.start_engine("example.com") == ("chromium", False)
+
+
+# -- the ladder with and without DomainHistory (FOCUS_HISTORY_ENABLED)
+
+SHELL = (
+    "<html><head><title>App</title></head><body><div id='root'></div>"
+    "<script src='/app.js'></script></body></html>"
+)
+
+
+def ladder_middleware(**settings: object) -> EngineLadderMiddleware:
+    """An EngineLadderMiddleware over http and Debian's chromium (no browser starts)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs Debian's chromium (see .ci/setup)")
+    merged = {
+        **focus_defaults.defaults(),
+        "FOCUS_ENGINES": "http,chromium",
+        "FOCUS_CHROMIUM_EXECUTABLE": CHROMIUM,
+        "FOCUS_HISTORY_PROBE_RATE": 0.0,
+        **settings,
+    }
+    return EngineLadderMiddleware.from_crawler(get_crawler(Spider, merged))
+
+
+def crawl_spa_pages(ladder: EngineLadderMiddleware, pages: int) -> list[str]:
+    """Each page: a shell on http, escalated, rendered on chromium. The start engines."""
+    starts = []
+    for n in range(pages):
+        request = Request(f"http://spa.example/{n}.html")
+        while True:
+            assert ladder.process_request(request) is None
+            engine = request.meta["focus_engine"]
+            if not request.meta["focus_trace"]:
+                starts.append(engine)
+            html = SHELL if engine == "http" else article_page(n)
+            response = HtmlResponse(request.url, body=html.encode(), request=request)
+            result = ladder.process_response(request, response)
+            if isinstance(result, HtmlResponse):
+                break
+            request = result
+    return starts
+
+
+def test_ladder_learns_where_a_domain_starts():
+    ladder = ladder_middleware()
+    starts = crawl_spa_pages(ladder, 8)
+    assert starts[0] == "http"
+    assert starts[-1] == "chromium"
+
+
+def test_ladder_without_history_starts_every_request_on_the_first_engine():
+    ladder = ladder_middleware(FOCUS_HISTORY_ENABLED=False)
+    assert crawl_spa_pages(ladder, 8) == ["http"] * 8
+    assert ladder.history.summary("spa.example")["http"]["failures"] == 0  # nothing learnt
+    assert ladder.stats.get_value("focus/ladder/escalate/http-chromium") == 8
 
 
 # -- the circuit breaker

@@ -5,7 +5,9 @@ extraction to judge thin pages):
 
 * **start engine** (``process_request``): ``meta["focus_engine"]`` if set, else
   ``FOCUS_ENGINE_DOMAINS`` for the domain, else :class:`~.history.DomainHistory`'s
-  choice (which now and then probes a cheaper engine), else ``http``;
+  choice (which now and then probes a cheaper engine), else ``http``.  With
+  ``FOCUS_HISTORY_ENABLED = False`` the history is neither read nor written:
+  requests start on the first engine of ``FOCUS_ENGINES``;
 * **escalate** (``process_response`` / ``process_exception``): a block or a
   challenge, an SPA shell, thin content where a browser could help, a network
   error or a timeout re-issue the request with the next engine, through the
@@ -99,6 +101,7 @@ class EngineLadderMiddleware:
         self.order = list(self.engines)
         self.overrides = {d.lower(): e for d, e in settings.getdict("FOCUS_ENGINE_DOMAINS").items()}
         self.min_chars = settings.getint("FOCUS_MIN_CONTENT_CHARS", 100)
+        self.learn = settings.getbool("FOCUS_HISTORY_ENABLED", True)
         self.history = DomainHistory(
             MemoryHistoryStore(),
             engines=self.order,
@@ -121,6 +124,8 @@ class EngineLadderMiddleware:
         return cls(crawler)
 
     def spider_opened(self, spider: Spider) -> None:
+        if not self.learn:
+            return
         # History persists next to the corpus, so a later crawl starts where this one learnt.
         self._db = acquire(
             self.corpus.corpus_path(spider.name),
@@ -147,6 +152,8 @@ class EngineLadderMiddleware:
         for suffix, engine in self.overrides.items():
             if domain == suffix or domain.endswith("." + suffix):
                 return engine, "override"
+        if not self.learn:
+            return self.order[0], "first"
         engine, probe = self.history.start_engine(domain)
         return engine, ("probe" if probe else "history")
 
@@ -209,12 +216,12 @@ class EngineLadderMiddleware:
             self.stats.inc_value(f"focus/ladder/transient/{engine}")
             return response
         if not verdict.escalate:
-            self.history.observe(domain, engine, "success", seconds)
+            self._observe(domain, engine, "success", seconds)
             self.breaker.success(domain)
             self.stats.inc_value(f"focus/ladder/final/{engine}")
             return response
         outcome = "blocked" if verdict.kind == "blocked" else "failure"
-        self.history.observe(domain, engine, outcome, seconds)
+        self._observe(domain, engine, outcome, seconds)
         escalated = self._escalate(request, engine, verdict.reason)
         if escalated is not None:
             return escalated
@@ -240,11 +247,15 @@ class EngineLadderMiddleware:
         if isinstance(exception, _NO_ESCALATION_ERRORS):
             return None  # no engine reaches a host that does not resolve or refuses us
         domain = domain_of(request.url)
-        self.history.observe(domain, engine, "failure", seconds)
+        self._observe(domain, engine, "failure", seconds)
         escalated = self._escalate(request, engine, reason)
         if escalated is None:
             self._final_failure(domain)
         return escalated
+
+    def _observe(self, domain: str, engine: str, outcome: str, seconds: float) -> None:
+        if self.learn:
+            self.history.observe(domain, engine, outcome, seconds)
 
     def _trace(self, request: Request, engine: str, **attempt: Any) -> None:
         """Append one attempt to ``meta["focus_trace"]`` (a new list: a stored copy stays)."""
