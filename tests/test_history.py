@@ -376,6 +376,19 @@ def test_half_open_failure_reopens_for_twice_as_long_bounded():
     assert b.failure("example.com") == 200.0
 
 
+def test_failures_of_requests_in_flight_when_the_breaker_opened_do_not_reopen_it():
+    b, clock = breaker(threshold=3, cooldown=60.0)
+    for _ in range(3):
+        b.failure("example.com")
+    # Five more requests were on their way when it opened; they fail too.
+    assert [b.failure("example.com") for _ in range(5)] == [None] * 5
+    clock.advance(59.0)
+    assert b.state("example.com") == "open"
+    clock.advance(1.0)
+    assert b.state("example.com") == "half-open"
+    assert b.failure("example.com") == 120.0  # the probe's failure: twice as long, once
+
+
 def test_breaker_domains_are_independent():
     b, _ = breaker(threshold=1)
     b.failure("a.example")
