@@ -1,7 +1,9 @@
 """``scrapy focus-fetch URL``: fetch one page through the engine ladder and show how.
 
 Prints every attempt (engine, browser, status, detector verdict, seconds,
-extracted characters), then the engine chosen and the page's confidence.
+extracted characters), then the engine chosen and the page's confidence, for
+any final status (a 404 or a block on the last engine too: the exit status is
+then 1).
 ``--engine`` starts the ladder elsewhere; ``--save FILE`` writes the final body;
 ``--json`` prints the trace as JSON.  Nothing is written to a project's corpus:
 the fetch uses a temporary one.
@@ -34,7 +36,10 @@ class FetchSpider(scrapy.Spider):
         self.result: dict[str, Any] = {}
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        meta = {"focus_engine": self.engine} if self.engine else {}
+        # Every status reaches parse: a 404 or a 403 has a trace worth printing too.
+        meta: dict[str, Any] = {"handle_httpstatus_all": True}
+        if self.engine:
+            meta["focus_engine"] = self.engine
         yield scrapy.Request(
             self.url, meta=meta, dont_filter=True, callback=self.parse, errback=self.failed
         )
@@ -119,7 +124,7 @@ class Command(ScrapyCommand):
             print(json.dumps(result, indent=2))
         else:
             print(render(result))
-        if "error" in result:
+        if "error" in result or result["status"] >= 400:
             self.exitcode = 1
 
 
