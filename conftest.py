@@ -12,7 +12,9 @@ README.md and docs/corpus.md find ``site``, ``project`` and ``corpus_dir`` ready
 a small site on 127.0.0.1 and the example project's crawl of it; their shell
 samples run in ``project``.  Every other chapter finds ``farm_site`` (the test
 farm, for the session) and ``workdir`` (a fresh directory of its own, where its
-shell samples run, with ``$FARM`` set).  See tests/docs_crawl.py.
+shell samples run, with ``$FARM`` set); docs/engines.md finds ``hostile_web`` (the
+hostile sites, ``$HOSTILE_SPA``... in its shell samples) instead of the farm.  See
+tests/docs_crawl.py.
 """
 
 from __future__ import annotations
@@ -32,11 +34,20 @@ from sybil.parsers.markdown import (
     PythonCodeBlockParser,
     SkipParser,
 )
+from sybil.sybil import SybilCollection
 
-from tests.docs_crawl import corpus_dir, docs_crawl, farm_site, project, site, workdir
+from tests.docs_crawl import (
+    corpus_dir,
+    docs_crawl,
+    farm_site,
+    hostile_web,
+    project,
+    site,
+    workdir,
+)
 
 # fixtures, for pytest
-__all__ = ["corpus_dir", "docs_crawl", "farm_site", "project", "site", "workdir"]
+__all__ = ["corpus_dir", "docs_crawl", "farm_site", "hostile_web", "project", "site", "workdir"]
 
 ROOT = Path(__file__).parent
 DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -60,6 +71,7 @@ def run_console(example: Example) -> str | None:
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
         "SITE": str(example.namespace.get("site", "")),
         "FARM": str(example.namespace.get("farm_site", "")),
+        **hostile_env(example.namespace.get("hostile_web")),
         "LC_ALL": "C",  # the same sort order, messages and encoding everywhere
         # stdout and stderr interleave as in a terminal (a pipe would buffer stdout).
         "PYTHONUNBUFFERED": "1",
@@ -82,6 +94,12 @@ def run_console(example: Example) -> str | None:
         if not checker.check_output(want, proc.stdout, DOCTEST_FLAGS):
             return f"$ {command}\nexpected:\n{want}got:\n{proc.stdout}"
     return None
+
+
+def hostile_env(web: object) -> dict[str, str]:
+    """``HOSTILE_SPA=http://127.0.0.3:PORT``... for each site of the hostile web."""
+    sites = getattr(web, "sites", {})
+    return {f"HOSTILE_{name.upper()}": site.farm.base for name, site in sites.items()}
 
 
 def _console_steps(text: str) -> Iterator[tuple[str, str]]:
@@ -135,19 +153,28 @@ def parsers() -> list[object]:
 
 
 CORPUS_DOCS = ["README.md", "docs/index.md", "docs/corpus.md"]
+HOSTILE_DOCS = ["docs/engines.md"]
 
-pytest_collect_file = (
-    Sybil(
-        parsers=parsers(),
-        patterns=CORPUS_DOCS,
-        path=".",
-        fixtures=["site", "project", "corpus_dir"],
-    )
-    + Sybil(
-        parsers=parsers(),
-        patterns=["docs/*.md"],
-        excludes=CORPUS_DOCS,
-        path=".",
-        fixtures=["farm_site", "workdir"],
-    )
+pytest_collect_file = SybilCollection(
+    [
+        Sybil(
+            parsers=parsers(),
+            patterns=CORPUS_DOCS,
+            path=".",
+            fixtures=["site", "project", "corpus_dir"],
+        ),
+        Sybil(
+            parsers=parsers(),
+            patterns=["docs/*.md"],
+            excludes=CORPUS_DOCS + HOSTILE_DOCS,
+            path=".",
+            fixtures=["farm_site", "workdir"],
+        ),
+        Sybil(
+            parsers=parsers(),
+            patterns=HOSTILE_DOCS,
+            path=".",
+            fixtures=["hostile_web", "workdir"],
+        ),
+    ]
 ).pytest()

@@ -13,6 +13,12 @@ themselves, from their own directory:
 ``farm_site``   base URL of a :class:`tests.farm.Farm` started for the session
                 (the topical site under /topics/, the contract pages under /contract/)
 ``workdir``     a fresh directory per document, where its shell samples run
+
+docs/engines.md fetches from the hostile web instead:
+
+``hostile_web`` the sites of :mod:`tests.hostile` (``hostile_web.spa``, ...), each on
+                its own loopback address; shell samples find each site's base URL in
+                ``$HOSTILE_SPA``, ``$HOSTILE_UA``, ... (the site's name, upper-cased)
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from tests.farm import Farm, article_html
+from tests.hostile import HostileWeb
 
 EXAMPLE_PROJECT = Path(__file__).parent.parent / "example_project"
 
@@ -132,3 +139,10 @@ def farm_site() -> Iterator[str]:
 def workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh directory for one document (a Sybil document is a pytest module)."""
     return tmp_path_factory.mktemp(request.path.stem)
+
+
+@pytest.fixture(scope="session")
+def hostile_web() -> Iterator[HostileWeb]:
+    """The hostile sites (tests/hostile.py), for the session."""
+    with HostileWeb() as web:
+        yield web
