@@ -83,6 +83,7 @@ class Topic:
         self.doc_count = 0
         self.doc_freq: Counter[str] = Counter()
         self._profile: tuple[int, dict[str, float], float] | None = None
+        self._compounds: dict[str, str | None] = {}  # term → the topic term it holds
         for example in examples:
             self.add_example(example)
         if not self._query and not self._examples:
@@ -94,6 +95,7 @@ class Topic:
         for term, _ in counts.most_common(50):
             self._examples[term] += 1
         self._profile = None
+        self._compounds = {}
 
     def observe(self, page_terms: Iterable[str]) -> None:
         """Count a crawled page's distinct terms for IDF."""
@@ -125,6 +127,29 @@ class Topic:
             for term, count in self._examples.items():
                 weights[term] = weights.get(term, 0.0) + 0.5 * count / top
         return {term: weight * self.idf(term) for term, weight in weights.items()}
+
+    def expand(self, text_terms: Iterable[str]) -> list[str]:
+        """*text_terms* with each compound of a topic term replaced by that term.
+
+        Links are often named by identifiers, which are compounds the stemmer
+        leaves whole: ``multiprocessing`` holds the topic's ``process``,
+        ``mimetypes`` its ``mime``; and stems of one family that the stemmer
+        keeps apart (``relationship`` holds ``relat``, of "relations").  A term
+        matches a topic term (of four letters or more) that begins or ends it
+        with at least three letters to spare, or that it begins or ends.
+        """
+        query = self._query or self._examples
+        cache = self._compounds
+        if len(cache) > 100_000:
+            cache.clear()
+        out = []
+        for term in text_terms:
+            if term not in query:
+                if term not in cache:
+                    cache[term] = _compound_of(term, query)
+                term = cache[term] or term
+            out.append(term)
+        return out
 
     def similarity(self, text_terms: Iterable[str]) -> float:
         """Cosine of IDF-weighted term vectors, in [0, 1]."""
@@ -169,6 +194,20 @@ class Topic:
         self.observe([*title_terms, *heading_terms, *body_terms])
         cosine = self.similarity([*title_terms * 3, *heading_terms * 2, *body_terms])
         return cosine / (cosine + self.scale) if cosine > 0 else 0.0
+
+
+def _compound_of(term: str, topic_terms: Iterable[str]) -> str | None:
+    """The longest topic term that begins or ends *term*, or that *term* begins or
+    ends, the shorter having four letters or more and the longer three more."""
+    best = None
+    for topic_term in topic_terms:
+        short, long = sorted((term, topic_term), key=len)
+        if len(short) < 4 or len(long) - len(short) < 3:
+            continue
+        matches = long.startswith(short) or long.endswith(short)
+        if matches and (best is None or len(topic_term) > len(best)):
+            best = topic_term
+    return best
 
 
 # -- links -----------------------------------------------------------------------------
@@ -260,6 +299,11 @@ class LinkScore:
     inherited: float  # shark-search inherited score, handed to the child
 
 
+#: How much a compound of a topic term (``multiprocessing`` for ``process``) counts,
+#: relative to the term itself, in a link's anchor and URL.
+COMPOUND_WEIGHT = 0.6
+
+
 class LinkScorer:
     """Scores links from their context: a topic prior blended with the online model."""
 
@@ -293,9 +337,9 @@ class LinkScorer:
         anchor = terms(f"{link.anchor} {link.title}")
         neighbourhood = terms(f"{link.heading} {link.context}")
         url = url_terms(link.url)
-        anchor_sim = max(self.topic.similarity(anchor), self.topic.coverage(anchor))
+        anchor_sim = self._match(anchor, self.topic.similarity, self.topic.coverage)
         context_sim = self.topic.similarity(neighbourhood)
-        url_sim = self.topic.coverage(url)
+        url_sim = self._match(url, self.topic.coverage)
         parent = link.parent_relevance or 0.0
         score = (
             0.40 * anchor_sim
@@ -305,6 +349,15 @@ class LinkScorer:
             + 0.15 * self.inherited(link) / max(self.decay, 1e-9)
         )
         return max(0.0, min(1.0, score))
+
+    def _match(self, link_terms: list[str], *measures: Any) -> float:
+        """The best of *measures* on the link's own terms, or, at COMPOUND_WEIGHT,
+        on the same terms with compounds of topic terms expanded (:meth:`Topic.expand`)."""
+        exact = max(measure(link_terms) for measure in measures)
+        expanded = self.topic.expand(link_terms)
+        if expanded == link_terms:
+            return exact
+        return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
 
     def model_weight(self) -> float:
         n = self.model.updates
