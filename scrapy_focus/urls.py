@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from weakref import WeakKeyDictionary
 
 from w3lib.url import canonicalize_url as w3lib_canonicalize_url
 
@@ -113,23 +114,36 @@ class CanonicalRequestFingerprinter:
     (``from_crawler`` and ``fingerprint(request) -> bytes``), so the
     dupefilter, the HTTP cache and the corpus all agree on what one page is.
     Honours ``request.meta["verbatim_url"]`` like Scrapy's own fingerprinter.
+
+    The canonical URL and the fingerprint are computed once per request
+    object and kept while the request lives (a ``WeakKeyDictionary``, as
+    Scrapy's own fingerprinter does): the scheduler, the dupefilter and the
+    corpus ask about the same request several times.
     """
 
     def __init__(self, tracking: TrackingParams = DEFAULT_TRACKING_PARAMS) -> None:
         self.tracking = tracking
-        self._cache: dict[int, bytes] = {}
+        # request -> (verbatim_url flag, canonical URL, fingerprint)
+        self._cache: WeakKeyDictionary[Request, tuple[bool, str, bytes]] = WeakKeyDictionary()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(TrackingParams(crawler.settings.getlist("FOCUS_TRACKING_PARAMS")))
 
     def canonical_url(self, request: Request) -> str:
-        if request.meta.get("verbatim_url"):
-            return request.url
-        return canonicalize_url(request.url, self.tracking)
+        return self._keys(request)[1]
 
     def fingerprint(self, request: Request) -> bytes:
-        return url_fingerprint(self.canonical_url(request), request.method, request.body)
+        return self._keys(request)[2]
+
+    def _keys(self, request: Request) -> tuple[bool, str, bytes]:
+        verbatim = bool(request.meta.get("verbatim_url"))
+        keys = self._cache.get(request)
+        if keys is None or keys[0] is not verbatim:
+            url = request.url if verbatim else canonicalize_url(request.url, self.tracking)
+            keys = (verbatim, url, url_fingerprint(url, request.method, request.body))
+            self._cache[request] = keys
+        return keys
 
 
 # -- scope -----------------------------------------------------------------------------

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
+from scrapy_focus import urls
 from scrapy_focus.urls import (
     CanonicalRequestFingerprinter,
     TrackingParams,
@@ -85,3 +89,32 @@ def test_tracking_params_setting_reaches_the_fingerprinter():
     assert fingerprinter.fingerprint(
         Request("http://e.com/?utm_source=1")
     ) != fingerprinter.fingerprint(Request("http://e.com/"))
+
+
+def test_fingerprinter_canonicalises_each_request_once(monkeypatch):
+    seen = []
+
+    def counting(url, tracking):
+        seen.append(url)
+        return canonicalize_url(url, tracking)
+
+    monkeypatch.setattr(urls, "canonicalize_url", counting)
+    fingerprinter = CanonicalRequestFingerprinter()
+    request = Request("http://Example.com/a?b=2&a=1")
+    first = fingerprinter.fingerprint(request)
+    assert fingerprinter.canonical_url(request) == "http://example.com/a?a=1&b=2"
+    assert fingerprinter.fingerprint(request) == first
+    assert seen == [request.url]
+
+
+def test_fingerprinter_follows_a_later_verbatim_url_and_keeps_no_request_alive():
+    fingerprinter = CanonicalRequestFingerprinter()
+    request = Request("http://example.com/a?utm_source=x")
+    canonical = fingerprinter.fingerprint(request)
+    request.meta["verbatim_url"] = True
+    assert fingerprinter.fingerprint(request) != canonical
+    assert fingerprinter.canonical_url(request) == request.url
+    alive = weakref.ref(request)
+    del request
+    gc.collect()
+    assert alive() is None
