@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import gzip
 import ipaddress
+import json
 import zlib
+from dataclasses import asdict
 
 import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 
-from scrapy_focus.corpus.db import CorpusError, body_hash
+from scrapy_focus.corpus.db import _INDEX, CorpusError, Version, body_hash
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.corpus.storage import ContentDecodingError, decode_content
 from tests.corpus_helpers import corpus_dir, open_storage
@@ -142,6 +144,44 @@ def test_retrieval_returns_the_latest_version(tmp_path):
     storage.close_spider(spider)
 
 
+def test_every_page_serves_its_own_latest_version_among_many(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    urls = [f"http://example.com/p{n}" for n in range(40)]
+    for n, url in enumerate(urls):
+        for v in range(n % 3 + 1):
+            body = f"<p>{n}.{v}</p>".encode()
+            storage.store_response(spider, Request(url), HtmlResponse(url=url, body=body))
+    for n, url in enumerate(urls):
+        request = Request(url)
+        assert storage.retrieve_response(spider, request).body == f"<p>{n}.{n % 3}</p>".encode()
+        assert request.meta["focus_corpus_version"] == n % 3
+    storage.close_spider(spider)
+
+
+def test_superseded_attempt_leaves_only_the_final_rendition(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    url = "http://example.com/a"
+    storage.store_response(spider, Request(url), HtmlResponse(url=url, body=b"<p>v0</p>"))
+    attempt = Request(url)
+    storage.store_response(spider, attempt, HtmlResponse(url=url, body=b"<p>blocked</p>"))
+    retry = Request(url, meta={"focus_supersede": attempt.meta["focus_corpus_version"]})
+    storage.store_response(spider, retry, HtmlResponse(url=url, body=b"<p>v1</p>"))
+    assert retry.meta["focus_corpus_version"] == 1
+    assert storage.retrieve_response(spider, Request(url)).body == b"<p>v1</p>"
+
+    # A retry that gets the previous rendition back refreshes it instead.
+    attempt = Request(url)
+    storage.store_response(spider, attempt, HtmlResponse(url=url, body=b"<p>blocked</p>"))
+    retry = Request(url, meta={"focus_supersede": attempt.meta["focus_corpus_version"]})
+    storage.store_response(spider, retry, HtmlResponse(url=url, body=b"<p>v1</p>"))
+    fingerprint = spider.crawler.request_fingerprinter.fingerprint(retry)
+    versions = storage.db.versions(fingerprint)
+    assert [(v.index, v.fetch_count) for v in versions] == [(0, 1), (1, 2)]
+    assert storage.db.page(fingerprint).version_count == 2
+    assert storage.retrieve_response(spider, Request(url)).body == b"<p>v1</p>"
+    storage.close_spider(spider)
+
+
 def test_pages_are_keyed_by_canonical_url(tmp_path):
     storage, spider = open_storage(tmp_path)
     storage.store_response(
@@ -265,3 +305,18 @@ def test_corpus_dir_setting_moves_the_corpus(tmp_path):
     assert (target / "data.mdb").exists()
     with Corpus(target) as corpus:
         assert len(corpus) == 1
+
+
+def test_records_are_written_in_the_json_older_readers_know(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/a", meta={"depth": 1})
+    storage.store_response(
+        spider, request, HtmlResponse(url=request.url, body=HTML, headers={"X-A": ["1", "2"]})
+    )
+    fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
+    version = storage.db.latest_version(fingerprint)
+    with storage.db.env.begin() as txn:
+        raw = txn.get(fingerprint + _INDEX.pack(0), db=storage.db._dbs[b"versions"])
+    assert raw == json.dumps(asdict(version), separators=(",", ":")).encode()
+    assert Version.from_bytes(raw) == version
+    storage.close_spider(spider)

@@ -27,7 +27,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +47,7 @@ _DB_NAMES = (
     b"info",
 )
 _INDEX = struct.Struct(">I")
+_PAST_INDEX = b"\xff" * (_INDEX.size + 1)  # fingerprint + this sorts after all its versions
 _T = TypeVar("_T")
 
 
@@ -85,12 +86,25 @@ class BodyCodec:
         tag, payload = bytes(stored[:1]), stored[1:]
         if tag == _CODEC_ZSTD:
             # max_output_size is needed for frames written without a content size
-            return zstandard.ZstdDecompressor().decompress(payload, max_output_size=1 << 31)
+            return _zstd_decompressor().decompress(payload, max_output_size=1 << 31)
         if tag == _CODEC_ZLIB:
             return zlib.decompress(payload)
         if tag == _CODEC_NONE:
             return bytes(payload)
         raise CorpusError(f"unknown body codec tag {tag!r}: corpus written by a newer version?")
+
+
+_THREAD = threading.local()
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompressor: creating one per body costs more than a small body's
+    decompression, and one object must not be shared between threads."""
+    try:
+        return _THREAD.zstd
+    except AttributeError:
+        _THREAD.zstd = zstandard.ZstdDecompressor()
+        return _THREAD.zstd
 
 
 def body_hash(body: bytes) -> bytes:
@@ -129,11 +143,15 @@ class Version:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
+        return _to_json(self)
 
     @classmethod
     def from_bytes(cls, data: bytes | memoryview) -> Version:
-        raw = json.loads(bytes(data))
+        return cls.from_fields(json.loads(bytes(data)))
+
+    @classmethod
+    def from_fields(cls, raw: dict[str, Any]) -> Version:
+        """From the parsed JSON; fields written by a newer version are ignored."""
         raw["headers"] = [tuple(pair) for pair in raw["headers"]]
         known = cls.__dataclass_fields__
         return cls(**{key: value for key, value in raw.items() if key in known})
@@ -150,7 +168,7 @@ class PageRecord:
     last_fetched_at: float
 
     def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
+        return _to_json(self)
 
     @classmethod
     def from_bytes(cls, data: bytes | memoryview) -> PageRecord:
@@ -201,7 +219,7 @@ class PageState:
     history: list[list[Any]] = field(default_factory=list)  # [fetched_at, state, changed]
 
     def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
+        return _to_json(self)
 
     @classmethod
     def from_bytes(cls, data: bytes | memoryview) -> PageState:
@@ -225,13 +243,19 @@ class QuarantineEntry:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
+        return _to_json(self)
 
     @classmethod
     def from_bytes(cls, data: bytes | memoryview) -> QuarantineEntry:
         raw = json.loads(bytes(data))
         known = cls.__dataclass_fields__
         return cls(**{key: value for key, value in raw.items() if key in known})
+
+
+def _to_json(record: Any) -> bytes:
+    # The fields as they are: dataclasses.asdict would deep-copy every list and
+    # dict (the headers) only for json.dumps to read them once.
+    return json.dumps(record.__dict__, separators=(",", ":")).encode()
 
 
 # -- the environment --------------------------------------------------------------
@@ -335,14 +359,16 @@ class CorpusDB:
                 f"reads up to {SCHEMA_VERSION}: upgrade scrapy-focus"
             )
 
-    def _read(self, work: Callable[[lmdb.Transaction], _T]) -> _T:
+    def _read(self, work: Callable[[lmdb.Transaction], _T], buffers: bool = False) -> _T:
+        """Run *work* in a read transaction.  ``buffers=True``: values are memoryviews
+        into the map, valid only inside *work* (no copy of a body before decoding it)."""
         try:
-            with self.env.begin(buffers=False) as txn:
+            with self.env.begin(buffers=buffers) as txn:
                 return work(txn)
         except lmdb.MapResizedError:
             # The writer (another process) grew the map: adopt its size.
             self.env.set_mapsize(0)
-            with self.env.begin(buffers=False) as txn:
+            with self.env.begin(buffers=buffers) as txn:
                 return work(txn)
 
     def _write(self, work: Callable[[lmdb.Transaction], _T]) -> _T:
@@ -362,17 +388,17 @@ class CorpusDB:
     def record_fetch(self, fetch: Fetch, supersede: int | None = None) -> Version:
         """Store one fetched response; return the version it became (new or refreshed).
 
-        *supersede*: the index of a version this fetch replaces (the engine ladder's
-        failed attempt at this page, stored moments ago); it is removed if it is
-        still the latest and was created by that attempt, so only the final
-        rendition stays in the corpus.
+        One write transaction.  *supersede*: the index of a version this fetch
+        replaces (the engine ladder's failed attempt at this page, stored moments
+        ago); it is removed if it is still the latest and was created by that
+        attempt, so only the final rendition stays in the corpus.
         """
         digest = body_hash(fetch.body)
         bodies = self._dbs[b"bodies"]
-        # Compress outside the write transaction, and only bodies not seen yet,
-        # so the single-writer lock is held for the shortest time.
-        have_body = self._read(lambda txn: txn.get(digest, db=bodies) is not None)
-        encoded = None if have_body else self.codec.encode(fetch.body)
+        # Compress before the write transaction, so the single-writer lock is held
+        # for the shortest time, and only a body not stored yet (a cheap read says so).
+        stored = self._read(lambda txn: txn.get(digest, db=bodies) is not None, buffers=True)
+        encoded = None if stored else self.codec.encode(fetch.body)
 
         def work(txn: lmdb.Transaction) -> Version:
             if encoded is not None:
@@ -419,6 +445,15 @@ class CorpusDB:
         raw = txn.get(fingerprint + _INDEX.pack(index), db=self._dbs[b"versions"])
         return Version.from_bytes(raw) if raw is not None else None
 
+    def _latest_in(self, txn: lmdb.Transaction, fingerprint: bytes) -> bytes | None:
+        """The raw latest version of a page: the last key under its fingerprint
+        (the page record's version count always points there)."""
+        with txn.cursor(db=self._dbs[b"versions"]) as cursor:
+            found = cursor.prev() if cursor.set_range(fingerprint + _PAST_INDEX) else cursor.last()
+            if not found or cursor.key()[:20] != fingerprint:
+                return None
+            return bytes(cursor.value())
+
     # -- reading
 
     def page(self, fingerprint: bytes) -> PageRecord | None:
@@ -429,37 +464,28 @@ class CorpusDB:
         return self._read(lambda txn: txn.get(canonical_url.encode(), db=self._dbs[b"urls"]))
 
     def latest_version(self, fingerprint: bytes) -> Version | None:
-        def work(txn: lmdb.Transaction) -> bytes | None:
-            page_raw = txn.get(fingerprint, db=self._dbs[b"pages"])
-            if page_raw is None:
-                return None
-            count = PageRecord.from_bytes(page_raw).version_count
-            return txn.get(fingerprint + _INDEX.pack(count - 1), db=self._dbs[b"versions"])
-
-        raw = self._read(work)
+        raw = self._read(lambda txn: self._latest_in(txn, fingerprint))
         return Version.from_bytes(raw) if raw is not None else None
 
     def latest_with_body(self, fingerprint: bytes) -> tuple[Version, bytes] | None:
         """The latest version and its body, read in one consistent snapshot."""
+        bodies = self._dbs[b"bodies"]
 
-        def work(txn: lmdb.Transaction) -> tuple[bytes, bytes] | None:
-            page_raw = txn.get(fingerprint, db=self._dbs[b"pages"])
-            if page_raw is None:
+        def work(txn: lmdb.Transaction) -> tuple[dict[str, Any], bytes] | None:
+            raw = self._latest_in(txn, fingerprint)
+            if raw is None:
                 return None
-            count = PageRecord.from_bytes(page_raw).version_count
-            version_raw = txn.get(fingerprint + _INDEX.pack(count - 1), db=self._dbs[b"versions"])
-            if version_raw is None:
-                return None
-            digest = bytes.fromhex(json.loads(version_raw)["body_hash"])
-            return version_raw, txn.get(digest, db=self._dbs[b"bodies"])
+            fields = json.loads(raw)
+            stored = txn.get(bytes.fromhex(fields["body_hash"]), db=bodies)
+            if stored is None:
+                raise CorpusError(f"corpus at {self.path} lost a body for {fingerprint.hex()}")
+            return fields, self.codec.decode(stored)  # decoded straight from the map
 
-        found = self._read(work)
+        found = self._read(work, buffers=True)
         if found is None:
             return None
-        version_raw, stored_body = found
-        if stored_body is None:
-            raise CorpusError(f"corpus at {self.path} lost a body for {fingerprint.hex()}")
-        return Version.from_bytes(version_raw), self.codec.decode(stored_body)
+        fields, body = found
+        return Version.from_fields(fields), body
 
     def versions(self, fingerprint: bytes) -> list[Version]:
         def work(txn: lmdb.Transaction) -> list[bytes]:

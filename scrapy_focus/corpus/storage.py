@@ -19,6 +19,7 @@ version records which encoding was decoded.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import zlib
@@ -28,7 +29,7 @@ from time import time
 from typing import TYPE_CHECKING, Any
 
 import zstandard
-from scrapy.http import Response
+from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.gz import gunzip
 from scrapy.utils.misc import load_object
@@ -100,6 +101,9 @@ class LmdbCacheStorage:
         )
         crawler = spider.crawler
         self._fingerprinter = crawler.request_fingerprinter
+        if isinstance(self._fingerprinter, CanonicalRequestFingerprinter):
+            # The same object canonicalises once per request for both keys.
+            self._canonical = self._fingerprinter
         self._stats = crawler.stats
         logger.info("Corpus (LMDB cache storage) at %s", path, extra={"spider": spider})
 
@@ -285,19 +289,35 @@ def _class_path(response: Response, headers: list[tuple[str, str]], body: bytes)
     return f"{cls.__module__}.{cls.__name__}"
 
 
+@functools.lru_cache(maxsize=64)
+def _response_class(path: str) -> type[Response]:
+    return load_object(path)
+
+
 def response_from_version(version: Version, body: bytes) -> Response:
     """Rebuild the response a version describes, with its body."""
-    cls = load_object(version.response_class)
-    # Stored as latin-1 text; back to the exact bytes (Scrapy would encode str as UTF-8).
-    headers: dict[bytes, list[bytes]] = {}
-    for name, value in version.headers:
-        headers.setdefault(name.encode("latin-1"), []).append(value.encode("latin-1"))
-    return cls(
+    response = _response_class(version.response_class)(
         url=version.final_url,
         status=version.status,
-        headers=headers,
         body=body,
         flags=list(version.flags),
         ip_address=ipaddress.ip_address(version.ip_address) if version.ip_address else None,
         protocol=version.protocol,
     )
+    response.headers = _stored_headers(version.headers)
+    return response
+
+
+def _stored_headers(pairs: list[tuple[str, str]]) -> Headers:
+    """Stored latin-1 text back to the exact bytes (Scrapy would encode str as UTF-8).
+
+    Built as ``Headers`` normalises (names title-cased as bytes, values lists of
+    bytes) without passing every name and value through ``Headers.update``
+    again: that costs more than the rest of rebuilding the response.
+    """
+    values: dict[bytes, list[bytes]] = {}
+    for name, value in pairs:
+        values.setdefault(name.encode("latin-1").title(), []).append(value.encode("latin-1"))
+    headers = Headers()
+    dict.update(headers, values)
+    return headers
