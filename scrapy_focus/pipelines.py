@@ -105,11 +105,7 @@ class ContractPipeline:
 
     def open_spider(self, spider: Spider | None = None) -> None:
         spider = spider or self.crawler.spider
-        self.db = acquire(
-            self.corpus.corpus_path(spider.name),
-            map_size=self.corpus.map_size,
-            fsync=self.corpus.fsync,
-        )
+        self.db = acquire(self.corpus.corpus_path(spider.name), **self.corpus.db_options())
 
     def close_spider(self, spider: Spider | None = None) -> None:
         if self.db is not None:

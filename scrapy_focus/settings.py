@@ -27,6 +27,12 @@ FOCUS_CORPUS_MAP_SIZE = 256 * 1024 * 1024
 #: being killed at any moment, which is the failure that happens in practice.
 FOCUS_CORPUS_FSYNC = False
 
+#: OS readahead on the corpus map.  ``True`` reads a compressed body (several
+#: 4 KiB pages) in one disk read instead of one per page: 2-3x faster retrieval
+#: from a cold page cache (docs/benchmarks.md).  ``False`` (``MDB_NORDAHEAD``)
+#: only for random reads of small records in a corpus much larger than RAM.
+FOCUS_CORPUS_READAHEAD = True
+
 #: Body compression: ``"zstd"`` (default, fastest at the same ratio; measured in
 #: docs/benchmarks.md), ``"zlib"`` or ``"none"``.  Readers handle all three.
 FOCUS_CORPUS_COMPRESSION = "zstd"

@@ -9,12 +9,14 @@ import zlib
 from dataclasses import asdict
 
 import pytest
-from scrapy import Request
+from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
+from scrapy.utils.test import get_crawler
 
 from scrapy_focus.corpus.db import _INDEX, CorpusError, Version, body_hash
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.corpus.storage import ContentDecodingError, decode_content
+from scrapy_focus.corpus.storage import ContentDecodingError, LmdbCacheStorage, decode_content
+from scrapy_focus.pipelines import ContractPipeline
 from tests.corpus_helpers import corpus_dir, open_storage
 from tests.farm import article_html
 
@@ -180,6 +182,28 @@ def test_superseded_attempt_leaves_only_the_final_rendition(tmp_path):
     assert storage.db.page(fingerprint).version_count == 2
     assert storage.retrieve_response(spider, Request(url)).body == b"<p>v1</p>"
     storage.close_spider(spider)
+
+
+def test_corpus_options_hold_whichever_component_opens_the_corpus_first(tmp_path):
+    settings = {
+        "ADDONS": {"scrapy_focus.Addon": 500},
+        "HTTPCACHE_DIR": str(tmp_path / "cache"),
+        "FOCUS_CORPUS_COMPRESSION": "zlib",
+        "FOCUS_CORPUS_READAHEAD": False,
+    }
+    crawler = get_crawler(Spider, settings)
+    spider = Spider.from_crawler(crawler, name="unit")
+    crawler.spider = spider
+    # Scrapy opens item pipelines before it sends spider_opened to the cache middleware.
+    pipeline = ContractPipeline.from_crawler(crawler)
+    pipeline.open_spider(spider)
+    storage = LmdbCacheStorage(crawler.settings)
+    storage.open_spider(spider)
+    assert storage.db is pipeline.db
+    assert storage.db.codec.name == "zlib"
+    assert storage.db.env.flags()["readahead"] is False
+    storage.close_spider(spider)
+    pipeline.close_spider(spider)
 
 
 def test_pages_are_keyed_by_canonical_url(tmp_path):

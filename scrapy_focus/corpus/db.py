@@ -276,7 +276,7 @@ class CorpusDB:
     ``readonly=True`` opens an existing corpus for reading (it never creates
     one, and never blocks the writer).  The map grows on demand: a write that
     does not fit doubles the map and is retried, so a crawl never stops on
-    ``MapFullError``.
+    ``MapFullError``.  ``readahead`` is ``FOCUS_CORPUS_READAHEAD``.
     """
 
     def __init__(
@@ -287,6 +287,7 @@ class CorpusDB:
         map_size: int = 256 * 1024 * 1024,
         fsync: bool = False,
         codec: BodyCodec | None = None,
+        readahead: bool = True,
     ) -> None:
         self.path = Path(path)
         self.readonly = readonly
@@ -307,7 +308,7 @@ class CorpusDB:
                 # OS page cache. It only gives up durability across power loss.
                 sync=fsync,
                 metasync=fsync,
-                readahead=False,  # random access over a corpus larger than RAM
+                readahead=readahead,
                 max_readers=256,
             )
         except lmdb.Error as exc:

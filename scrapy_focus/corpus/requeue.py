@@ -53,7 +53,7 @@ class CorpusRequeueMiddleware:
         path = self.corpus.corpus_path(spider.name)
         if not (path / "data.mdb").exists():
             return []
-        db = acquire(path, map_size=self.corpus.map_size, fsync=self.corpus.fsync)
+        db = acquire(path, **self.corpus.db_options())
         try:
             requests = []
             for entry in db.released():

@@ -54,6 +54,7 @@ class CorpusConfig:
     expiration_secs: int
     map_size: int
     fsync: bool
+    readahead: bool
     compression: str
     compression_level: int
     meta_keys: tuple[str, ...]
@@ -68,12 +69,24 @@ class CorpusConfig:
             expiration_secs=settings.getint("HTTPCACHE_EXPIRATION_SECS"),
             map_size=settings.getint("FOCUS_CORPUS_MAP_SIZE", 256 * 1024 * 1024),
             fsync=settings.getbool("FOCUS_CORPUS_FSYNC"),
+            readahead=settings.getbool("FOCUS_CORPUS_READAHEAD", True),
             compression=settings.get("FOCUS_CORPUS_COMPRESSION") or "zstd",
             compression_level=settings.getint("FOCUS_CORPUS_COMPRESSION_LEVEL", 3),
             meta_keys=tuple(settings.getlist("FOCUS_CORPUS_META_KEYS", ["depth", "focus"])),
             max_decoded_size=settings.getint("DOWNLOAD_MAXSIZE"),
             tracking_params=tuple(settings.getlist("FOCUS_TRACKING_PARAMS")),
         )
+
+    def db_options(self) -> dict[str, Any]:
+        """How to open the corpus: the same for every component that opens it, since
+        the first to open it in a process (see :func:`~scrapy_focus.corpus.db.acquire`)
+        decides for all."""
+        return {
+            "map_size": self.map_size,
+            "fsync": self.fsync,
+            "readahead": self.readahead,
+            "codec": BodyCodec(self.compression, self.compression_level),
+        }
 
     def corpus_path(self, spider_name: str) -> Path:
         if self.directory:
@@ -86,7 +99,7 @@ class LmdbCacheStorage:
 
     def __init__(self, settings: BaseSettings) -> None:
         self.config = CorpusConfig.from_settings(settings)
-        self.codec = BodyCodec(self.config.compression, self.config.compression_level)
+        self._db_options = self.config.db_options()  # an unknown codec fails here, at start-up
         self.db: CorpusDB | None = None
         self._fingerprinter: Any = None
         self._canonical = CanonicalRequestFingerprinter(TrackingParams(self.config.tracking_params))
@@ -96,9 +109,7 @@ class LmdbCacheStorage:
 
     def open_spider(self, spider: Spider) -> None:
         path = self.config.corpus_path(spider.name)
-        self.db = acquire(
-            path, map_size=self.config.map_size, fsync=self.config.fsync, codec=self.codec
-        )
+        self.db = acquire(path, **self._db_options)
         crawler = spider.crawler
         self._fingerprinter = crawler.request_fingerprinter
         if isinstance(self._fingerprinter, CanonicalRequestFingerprinter):

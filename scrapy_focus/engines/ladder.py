@@ -127,11 +127,7 @@ class EngineLadderMiddleware:
         if not self.learn:
             return
         # History persists next to the corpus, so a later crawl starts where this one learnt.
-        self._db = acquire(
-            self.corpus.corpus_path(spider.name),
-            map_size=self.corpus.map_size,
-            fsync=self.corpus.fsync,
-        )
+        self._db = acquire(self.corpus.corpus_path(spider.name), **self.corpus.db_options())
         self.history.store = CorpusHistoryStore(self._db)
 
     def spider_closed(self, spider: Spider) -> None:
