@@ -416,6 +416,11 @@ class _Engines:
         self.failed: dict[str, str] = {}  # engine → why it could not start
         self.max_pages = max(1, crawler.settings.getint("FOCUS_BROWSER_MAX_PAGES", 4))
         self._page_slots: dict[str, asyncio.Semaphore] = {}
+        # Browser contexts are named by generation, focus-<engine>-<n>: shared by the
+        # handler of each scheme, as the browsers are.
+        self.context_pages = max(1, crawler.settings.getint("FOCUS_BROWSER_CONTEXT_PAGES", 100))
+        self._pages: dict[str, int] = {}  # engine → pages given a context so far
+        self._in_use: dict[str, int] = {}  # context name → downloads using it now
         for engine, info in self.info.items():
             crawler.stats.set_value(f"focus/engine/{engine}/browser", info.browser)
         logger.info("Engines: %s", ", ".join(f"{e} ({i.browser})" for e, i in self.info.items()))
@@ -472,6 +477,27 @@ class _Engines:
             self._page_slots[engine] = asyncio.Semaphore(self.max_pages)
         return self._page_slots[engine]
 
+    def take_context(self, engine: str) -> str:
+        """The context of *engine*'s next page (a new generation every
+        FOCUS_BROWSER_CONTEXT_PAGES pages), held until :meth:`release_context`."""
+        count = self._pages.get(engine, 0)
+        self._pages[engine] = count + 1
+        name = f"focus-{engine}-{count // self.context_pages}"
+        self._in_use[name] = self._in_use.get(name, 0) + 1
+        return name
+
+    def release_context(self, name: str) -> None:
+        left = self._in_use.get(name, 0) - 1
+        if left > 0:
+            self._in_use[name] = left
+        else:
+            self._in_use.pop(name, None)
+
+    def recyclable(self, engine: str, name: str) -> bool:
+        """Whether *name* is one of *engine*'s earlier generations that no download holds."""
+        current = f"focus-{engine}-{max(0, self._pages.get(engine, 0) - 1) // self.context_pages}"
+        return name.startswith(f"focus-{engine}-") and name != current and name not in self._in_use
+
     async def close(self) -> None:
         for engine, handler in self.handlers.items():
             await _close_handler(engine, handler)
@@ -500,9 +526,7 @@ class FocusDownloadHandler:
         self._shared = _SHARED[crawler]
         self._shared.users += 1
         self.engines = self._shared.info
-        self.context_pages = crawler.settings.getint("FOCUS_BROWSER_CONTEXT_PAGES", 100)
         self.challenge_wait = crawler.settings.getfloat("FOCUS_BROWSER_CHALLENGE_WAIT", 10.0)
-        self._pages: dict[str, int] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusDownloadHandler:
@@ -547,8 +571,22 @@ class FocusDownloadHandler:
         meta = request.meta
         meta["playwright"] = True
         context = meta.get("playwright_context")
+        taken = None
         if not context or str(context).startswith("focus-"):
-            meta["playwright_context"] = self._context_name(engine)  # ours: next generation
+            # Ours: the current generation, held until this download ends, so that no
+            # other download closes it before this page exists.
+            taken = meta["playwright_context"] = self._shared.take_context(engine)
+        try:
+            return await self._browse_in(engine, handler, request, spider)
+        finally:
+            if taken is not None:
+                self._shared.release_context(taken)
+
+    async def _browse_in(
+        self, engine: str, handler: Any, request: Request, spider: Any
+    ) -> Response:
+        """The page in its context: the challenge wait around scrapy-playwright's download."""
+        meta = request.meta
         navigations: _Navigations | None = None
         user_init = meta.get("playwright_page_init_callback")
         user_methods = meta.get("playwright_page_methods")
@@ -584,27 +622,21 @@ class FocusDownloadHandler:
                 response = response.replace(status=status, headers=headers, url=url)
         return response
 
-    def _context_name(self, engine: str) -> str:
-        count = self._pages.get(engine, 0)
-        self._pages[engine] = count + 1
-        return f"focus-{engine}-{count // max(1, self.context_pages)}"
-
-    def _current_context(self, engine: str) -> str:
-        count = max(0, self._pages.get(engine, 0) - 1)
-        return f"focus-{engine}-{count // max(1, self.context_pages)}"
-
     async def _recycle(self, engine: str, handler: Any) -> None:
-        """Close contexts of earlier generations once no page uses them."""
-        current = self._current_context(engine)
+        """Close contexts of earlier generations once no download holds them and no
+        page is open in them.  Several downloads end at once: each takes a context
+        out of scrapy-playwright's table before closing it, and skips those gone."""
         wrappers = getattr(handler, "context_wrappers", {})
         for name in list(wrappers):
-            if name.startswith(f"focus-{engine}-") and name != current:
-                wrapper = wrappers[name]
-                if not wrapper.context.pages:
-                    wrappers.pop(name, None)
-                    with contextlib.suppress(Exception):  # closed with its browser already
-                        await wrapper.context.close()
-                    self.stats.inc_value(f"focus/engine/{engine}/contexts_recycled")
+            if not self._shared.recyclable(engine, name):
+                continue
+            wrapper = wrappers.get(name)
+            if wrapper is None or wrapper.context.pages:
+                continue  # closed by another download meanwhile, or a page kept open
+            wrappers.pop(name, None)
+            with contextlib.suppress(Exception):  # closed with its browser already
+                await wrapper.context.close()
+            self.stats.inc_value(f"focus/engine/{engine}/contexts_recycled")
 
     async def close(self) -> None:
         self._shared.users -= 1
