@@ -243,3 +243,51 @@ def test_real_pages_text_and_metadata_match_the_ground_truth() -> None:
         authors += set(_words(row["author"] or "")) == set(_words(result.author or ""))
     assert dates >= 5
     assert authors >= 5
+
+
+# -- speed or completeness: what the faster paths leave as it was ------------------------
+
+
+def test_metadata_not_asked_for_is_not_looked_for() -> None:
+    head = (
+        '<title>Flood in the valley | Valley Times</title><meta name="author" content="Ada Byron">'
+        '<meta name="description" content="The river rose.">'
+        '<meta property="article:published_time" content="2024-05-02">'
+    )
+    full = extract_page(page(head=head), URL)
+    assert (full.author, full.date, full.description) == (
+        "Ada Byron",
+        "2024-05-02",
+        "The river rose.",
+    )
+    title_only = extract_page(
+        page(head=head), URL, options=ExtractOptions(metadata_fields=("title",))
+    )
+    assert title_only.title == full.title == "Flood in the valley"
+    assert (title_only.author, title_only.date, title_only.description) == (None, None, None)
+    assert title_only.text == full.text and title_only.markdown == full.markdown
+
+
+@pytest.mark.parametrize(
+    ("body", "author"),
+    [
+        # Sphinx pages carry <link rel="author">: it has no text, so no author (and no search)
+        ("", None),
+        ('<p class="byline">By Grace Hopper</p>', "Grace Hopper"),
+        ('<span rel="author">Grace Hopper</span>', "Grace Hopper"),
+        ('<div data-component="Byline">Grace Hopper</div>', "Grace Hopper"),
+    ],
+)
+def test_author_is_what_trafilatura_finds(body: str, author: str | None) -> None:
+    """_metadata skips trafilatura's author search where it cannot match, with the same
+    result as trafilatura's own extract_metadata, which always runs it."""
+    import lxml.html
+    from trafilatura.metadata import extract_metadata
+
+    from scrapy_focus.extract.page import _DATE_PARAMS, METADATA_FIELDS, _metadata
+
+    html = page(head='<link rel="author" title="About" href="/about.html">', body=body)
+    ours = _metadata(lxml.html.document_fromstring(html), URL, METADATA_FIELDS)
+    theirs = extract_metadata(lxml.html.document_fromstring(html), URL, dict(_DATE_PARAMS))
+    assert ours == {name: getattr(theirs, name) for name in METADATA_FIELDS}
+    assert ours["author"] == author

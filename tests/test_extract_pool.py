@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from scrapy_focus.extract.middleware import metadata_setting
+from scrapy_focus.extract.page import METADATA_FIELDS
 from tests.crawl import run_crawl
 
 PROBE = {"spider": "page_spider.py", "args": {"probe": "1"}}
@@ -65,3 +67,22 @@ def test_a_bad_extraction_function_path_fails_at_start_with_its_name(farm, tmp_p
     )
     assert "FOCUS_EXTRACT_FUNCTION='tests.nowhere.extract' cannot be loaded" in result.log
     assert result.items == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (True, (True, METADATA_FIELDS)),
+        ("False", (False, METADATA_FIELDS)),
+        (["title", "date"], (True, ("title", "date"))),
+        ("title,language", (True, ("title", "language"))),
+        ([], (False, ())),
+    ],
+)
+def test_extract_metadata_setting(value, expected):
+    assert metadata_setting(value) == expected
+
+
+def test_an_unknown_metadata_field_is_named():
+    with pytest.raises(ValueError, match=r"unknown field.*headline"):
+        metadata_setting(["title", "headline"])

@@ -9,6 +9,7 @@ page-level measures are read from that tree before trafilatura consumes it.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
 import re
 import time
@@ -18,11 +19,24 @@ from urllib.parse import urlsplit
 
 import lxml.html
 import trafilatura
+from htmldate import find_date
 from lxml import etree
-from trafilatura.settings import use_config
+from trafilatura.metadata import (
+    META_URL,
+    examine_meta,
+    extract_author,
+    extract_meta_json,
+    extract_sitename,
+    extract_title,
+    extract_url,
+)
+from trafilatura.settings import Document, set_date_params, use_config
 from trafilatura.xml import xmltotxt
 
 from scrapy_focus.text import decode
+
+#: The metadata an extraction can hold (``FOCUS_EXTRACT_METADATA`` picks among them).
+METADATA_FIELDS = ("title", "author", "date", "description", "sitename", "language")
 
 
 @dataclass(frozen=True)
@@ -32,7 +46,9 @@ class ExtractOptions:
     # trafilatura's fallback extractors on: fast=True saves ~15% of the time but loses 3 points
     # of word F1 on WCXB (11 on forums): see docs/benchmarks.md
     fast: bool = False
-    with_metadata: bool = True  # title, author, date, site name, language
+    with_metadata: bool = True  # title, author, date, description, site name, language
+    # which of METADATA_FIELDS to look for (with_metadata): author and date cost the most
+    metadata_fields: tuple[str, ...] = METADATA_FIELDS
     favor_precision: bool = False
     favor_recall: bool = False
     include_tables: bool = True
@@ -147,23 +163,19 @@ def extract_page(
         favor_recall=options.favor_recall,
         include_tables=options.include_tables,
         include_formatting=True,
-        with_metadata=options.with_metadata,
+        with_metadata=False,
         config=_CONFIG,
     )
     markdown = text = ""
-    metadata: dict[str, Any] = {}
     if document is not None and document.body is not None:
-        markdown = xmltotxt(document.body, include_formatting=True) or ""
+        # bare_extraction already rendered the body with formatting: that is the Markdown
+        markdown = document.text or ""
         text = xmltotxt(document.body, include_formatting=False) or ""
-    if document is not None:
-        metadata = {
-            "title": document.title,
-            "author": document.author,
-            "date": document.date,
-            "description": document.description,
-            "sitename": document.sitename,
-            "language": document.language,
-        }
+    # Metadata of the fields asked for only (see _metadata), where trafilatura kept the
+    # page, as its own with_metadata does; bare_extraction read a copy of the tree.
+    metadata: dict[str, Any] = {}
+    if document is not None and options.with_metadata:
+        metadata = _metadata(tree, url, options.metadata_fields)
     if not metadata.get("language"):
         declared = tree.get("lang") or tree.get("xml:lang") or ""
         metadata["language"] = declared.split("-")[0].strip().lower() or None
@@ -241,6 +253,69 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
         return None
 
 
+def _metadata(tree: lxml.html.HtmlElement, url: str, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The metadata *fields* of the page, as ``trafilatura.extract_metadata`` finds them.
+
+    The same steps in the same order, with two savings: a field not asked for is not
+    looked for (author and date each copy the whole tree), and neither are the
+    categories, tags and license, which an Extraction does not hold.  The author
+    search is skipped, with the same result, on pages where none of its
+    expressions can match (:func:`_may_name_author`).
+    """
+    document: Document = examine_meta(tree)
+    if document.author and " " not in document.author:
+        document.author = None
+    with contextlib.suppress(Exception):  # trafilatura's JSON-LD reader has bugs (it goes on)
+        document = extract_meta_json(tree, document)
+    if "title" in fields and not document.title:
+        document.title = extract_title(tree)
+    if "author" in fields and not document.author and _may_name_author(tree):
+        document.author = extract_author(tree)
+    if not document.url:
+        document.url = extract_url(tree, url)
+    if "date" in fields:
+        document.date = find_date(tree, **{**_DATE_PARAMS, "url": document.url})
+    if "sitename" in fields:
+        if not document.sitename:
+            document.sitename = extract_sitename(tree)
+        if document.sitename:
+            document.sitename = document.sitename.lstrip("@")
+            if (
+                document.sitename
+                and "." not in document.sitename
+                and not document.sitename[0].isupper()
+            ):
+                document.sitename = document.sitename.title()
+        elif document.url and (match := META_URL.match(document.url)):
+            document.sitename = match[1]
+    document.clean_and_trim()
+    return {name: getattr(document, name) if name in fields else None for name in METADATA_FIELDS}
+
+
+#: The attribute values trafilatura's author expressions (AUTHOR_XPATHS) test; @rel only
+#: where it counts, on elements that can hold text: not <link rel=author>, on Sphinx pages ...
+_AUTHOR_ATTRIBUTES = etree.XPath(
+    "//@class|//@id|//@itemprop|//@data-testid|//@data-component"
+    "|//a/@rel|//address/@rel|//div/@rel|//p/@rel|//span/@rel|//strong/@rel",
+    smart_strings=False,
+)
+#: ... and what any of their matches needs in them, case aside.
+_AUTHOR_HINT = re.compile(
+    "author|byl|bbl|username|screenname|writer|zuozhe|bianji|xiaobian|channel-name"
+    "|submitted-by|posted-by|journalist-name",
+    re.IGNORECASE,
+)
+
+
+def _may_name_author(tree: lxml.html.HtmlElement) -> bool:
+    """False when trafilatura's author search cannot find anything on *tree*: its
+    expressions match elements by those attributes only (or ``<author>``, ``<rel>``),
+    and keep the first match with text."""
+    if tree.find(".//author") is not None or tree.find(".//rel") is not None:
+        return True
+    return _AUTHOR_HINT.search("\n".join(_AUTHOR_ATTRIBUTES(tree))) is not None
+
+
 def _trafilatura_config() -> configparser.ConfigParser:
     config = use_config()
     # trafilatura's MAX_TREE_SIZE discards a document whose *output* is long; the input tree
@@ -255,6 +330,9 @@ def _trafilatura_config() -> configparser.ConfigParser:
 
 
 _CONFIG = _trafilatura_config()
+# as trafilatura's Extractor derives them from _CONFIG (EXTENSIVE_DATE_SEARCH off); max_date,
+# today, is set per call by htmldate when missing
+_DATE_PARAMS = set_date_params(_CONFIG.getboolean("DEFAULT", "EXTENSIVE_DATE_SEARCH"))
 # depth is bounded by libxml2 (255 levels without huge_tree), the element count by _bound()
 _PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, huge_tree=False)
 
