@@ -19,6 +19,7 @@ A spider middleware, so any spider gains it:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -45,17 +46,32 @@ _HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 CONTEXT_CHARS = 240
 
 
+@functools.lru_cache(maxsize=50_000)
+def _canonical(url: str) -> str:
+    """:func:`~scrapy_focus.urls.canonicalize_url` of a URL without fragment, memoised:
+    a site's pages link to the same URLs over and over (navigation, indexes)."""
+    return canonicalize_url(url)
+
+
+def canonical_link(url: str) -> str:
+    """The key of *url* in :func:`anchors_of` (canonical, so without its fragment)."""
+    return _canonical(url.split("#", 1)[0])
+
+
 def anchors_of(response: TextResponse) -> dict[str, dict[str, str]]:
     """Canonical URL → anchor, title, context and heading, for every ``<a href>``.
 
     One pass over the tree the response already parsed (``response.selector``);
-    the first anchor pointing at a URL wins.
+    the first anchor pointing at a URL wins.  Links that differ only by their
+    fragment (``os.html#os.open``, ``os.html#os.stat``) are one URL: only the
+    first is looked at.
     """
     found: dict[str, dict[str, str]] = {}
     try:
         root = response.selector.root
     except Exception:  # not HTML after all, or unparsable
         return found
+    seen: set[str] = set()  # hrefs without fragment already looked at
     heading = ""
     for element in root.iter():
         tag = element.tag if isinstance(element.tag, str) else ""
@@ -65,8 +81,12 @@ def anchors_of(response: TextResponse) -> dict[str, dict[str, str]]:
             href = element.get("href")
             if not href or href.startswith(("#", "javascript:", "mailto:")):
                 continue
+            href = href.strip().split("#", 1)[0]
+            if href in seen:
+                continue
+            seen.add(href)
             try:
-                url = canonicalize_url(response.urljoin(href.strip()))
+                url = _canonical(response.urljoin(href))
             except ValueError:
                 continue
             if url in found:
@@ -86,13 +106,27 @@ def _text(element: Any) -> str:
 
 
 def _context(element: Any) -> str:
+    """The first CONTEXT_CHARS of the text of the link's block, spaces collapsed.
+
+    The block can be large (a table of contents is one list item holding a whole
+    tree of links): its text is read only as far as needed, not once per link."""
     block = element.getparent()
     while block is not None and block.tag not in _BLOCKS:
         block = block.getparent()
     if block is None:
         return ""
-    text = _text(block)
-    return text[:CONTEXT_CHARS]
+    chunks = []
+    size = 0
+    for chunk in block.itertext():  # as text_content(): no comments, not its own tail
+        chunks.append(chunk)
+        size += len(chunk)
+        # enough when the collapsed text is sure to be longer than CONTEXT_CHARS: every
+        # chunk after the first non-space one keeps at least a character per two
+        if size > 4 * CONTEXT_CHARS and len(_SPACES.sub(" ", "".join(chunks)).strip()) > (
+            CONTEXT_CHARS
+        ):
+            break
+    return _SPACES.sub(" ", "".join(chunks)).strip()[:CONTEXT_CHARS]
 
 
 class LinkContextMiddleware:
@@ -160,7 +194,7 @@ class LinkContextMiddleware:
         given = request.meta.get("focus") or {}
         if given.get("parent_url"):
             return  # already described (a re-issued request keeps its context)
-        found = anchors.get(canonicalize_url(request.url), {})
+        found = anchors.get(canonical_link(request.url), {})
         parent = response.meta.get("focus") or {}
         relevance = response.meta.get("focus_relevance")
         relevant = relevance is not None and relevance >= self.model.threshold
