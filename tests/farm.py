@@ -370,6 +370,11 @@ def _contract_page(name: str) -> Page:
             b'<!DOCTYPE html><html><head><title>App</title><script src="/app.js"></script>'
             b'</head><body><div id="root"></div></body></html>'
         )
+    if name == "boilerplate.html":  # enough text, all of it page chrome: low confidence
+        lines = "".join(
+            "<p>Sign in to read more. Accept cookies to continue.</p>" for _ in range(30)
+        )
+        return Page(f"<html><head><title>Login</title></head><body>{lines}</body></html>".encode())
     if name == "links.html":  # navigation only: lots of links, no article
         items = "".join(
             f'<li><a href="/articles/{n}.html">{WORDS[n % len(WORDS)]} '

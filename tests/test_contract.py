@@ -64,10 +64,10 @@ def test_pages_built_for_each_rejection_reason_get_that_reason(farm, tmp_path):
 
 
 def test_low_confidence_wrong_language_and_missing_fields(farm, tmp_path):
-    urls = [farm.url("/contract/links.html"), farm.url("/articles/8.html")]
+    urls = [farm.url("/contract/boilerplate.html"), farm.url("/articles/8.html")]
     (tmp_path / "low").mkdir()
     low = run_crawl(tmp_path / "low", urls, EMIT_ALL, **PAGES)
-    assert states(low)[farm.url("/contract/links.html")] == ("rejected", "low-confidence")
+    assert states(low)[farm.url("/contract/boilerplate.html")] == ("rejected", "low-confidence")
     assert states(low)[farm.url("/articles/8.html")] == ("accepted", None)
 
     (tmp_path / "lang").mkdir()
