@@ -1,0 +1,678 @@
+"""Throughput benchmark: the whole scrapy-focus stack side by side with plain Scrapy.
+
+One run crawls each site with each of these, as separate processes, interleaved
+round by round so that they share the machine's load alike:
+
+* **plain Scrapy**: ``scrapy runspider benchmarks/link_spider.py``, following links;
+* **plain Scrapy + trafilatura**: the same spider calling ``trafilatura.extract()``
+  in its callback (on the reactor thread), what users write today;
+* **scrapy-focus, full stack**: ``scrapy focus-crawl`` with a topic (the
+  frontier with relevance scoring, the engine ladder on HTTP, the LMDB corpus,
+  extraction + confidence + contract pipelines, JSONL export), once per worker
+  count of ``--workers``;
+* **scrapy-focus without extraction**: the same with ``FOCUS_EXTRACT_ENABLED=False``;
+* optional variants of the full stack (``--variant NAME:SETTING=VALUE,...``).
+
+Sites, served on 127.0.0.1 by this process: the Python 3.11 docs (Debian's
+``python3.11-doc``, ``--docs-dir``) and the test farm's synthetic link graph
+(``/graph/<n>.html``, up to 20,000 pages, ``--pages``).
+
+Figures per run: pages (responses received), wall seconds of the whole process
+(start-up included), pages/s, CPU seconds of the crawl's process tree (the
+extraction workers included), peak RSS of the crawl's process and of its
+process tree (sampled every 0.1 s), and the load average.  Ratios are taken
+within a round, then the median over rounds.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_throughput.py                 # both sites, 1 round
+    .venv/bin/python benchmarks/bench_throughput.py --site docs --rounds 3
+    .venv/bin/python benchmarks/bench_throughput.py --site synthetic --pages 5000
+    .venv/bin/python benchmarks/bench_throughput.py --site docs --runs focus \\
+        --workers 2 --profile            # py-spy profiles of the crawl and its workers
+
+``--profile`` runs each crawl under ``py-spy record --subprocesses`` and writes a summary
+per run (busiest functions of the crawl's process and of the workers); its CPU and
+time figures then include py-spy's own.  ``--before PATH`` adds a full-stack run of
+another checkout (a ``git worktree`` of an older commit), for before/after figures.
+Each run's figures are also appended to ``results.jsonl`` in the work directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import functools
+import http.server
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+SPIDER = Path(__file__).resolve().parent / "link_spider.py"
+DOCS_DIR = Path("/usr/share/doc/python3.11/html")
+DOCS_TOPIC = "asyncio: event loop, coroutines, tasks, streams, subprocesses, queues"
+GRAPH_TOPIC = "articles"  # the farm's pages are pseudo-English; any topic exercises the scoring
+GRAPH_NODES = 20_000
+COMMON_SETTINGS: dict[str, Any] = {
+    "LOG_LEVEL": "INFO",
+    "TELNETCONSOLE_ENABLED": False,
+    "ROBOTSTXT_OBEY": False,
+    "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+}
+RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
+
+
+# -- sites ------------------------------------------------------------------------
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hung up (a browser engine aborting a blocked resource)
+
+
+@contextlib.contextmanager
+def docs_site(directory: Path) -> Iterator[str]:
+    """A static file server for *directory* on 127.0.0.1 (threads, HTTP/1.0)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = _QuietServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def synthetic_site() -> Iterator[str]:
+    from tests.farm import Farm
+
+    with Farm() as farm:
+        yield f"{farm.base}/graph/0.html"
+
+
+# -- one crawl ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    label: str
+    kind: str  # plain | naive | focus | focus-noext
+    settings: dict[str, Any] = field(default_factory=dict)
+    workers: int = 0
+    code: str = ""  # another checkout of scrapy-focus to run (--before), else this one
+
+
+@dataclass
+class RunResult:
+    spec: RunSpec
+    site: str
+    round: int
+    pages: int
+    items: int
+    wall_s: float
+    cpu_s: float  # the crawl's process and the processes it started
+    crawl_cpu_s: float  # the crawl's process alone (the reactor thread's share is in there)
+    peak_rss_main: int  # bytes
+    peak_rss_tree: int  # bytes, sum over the process tree, sampled
+    load_start: float
+    load_end: float
+    returncode: int
+    stats: dict[str, Any]
+    log_tail: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu_s / self.pages if self.pages else 0.0
+
+    @property
+    def crawl_cpu_ms_per_page(self) -> float:
+        return 1000 * self.crawl_cpu_s / self.pages if self.pages else 0.0
+
+    def cpu_bound_rate(self, cores: int) -> float:
+        """Pages/s this run's CPU use allows on *cores* idle cores: the crawl's process
+        on one core, everything together on all of them (network and waits left out)."""
+        if not self.pages:
+            return 0.0
+        return min(1000 / self.crawl_cpu_ms_per_page, cores * 1000 / self.cpu_ms_per_page)
+
+
+def command_for(spec: RunSpec, start_url: str, topic: str, limit: int, workdir: Path) -> list[str]:
+    settings = {**COMMON_SETTINGS}
+    if spec.kind in ("plain", "naive"):
+        command = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "runspider",
+            str(SPIDER),
+            "-a",
+            f"start={start_url}",
+            "-a",
+            f"extract={int(spec.kind == 'naive')}",
+        ]
+        if limit:
+            settings["CLOSESPIDER_PAGECOUNT"] = limit
+    else:
+        command = [sys.executable, "-m", "scrapy", "focus-crawl", "--seed", start_url]
+        command += ["--topic", topic]
+        if limit:
+            command += ["--max-pages", str(limit)]
+        settings["HTTPCACHE_DIR"] = str(workdir / "httpcache")  # a fresh corpus every run
+        if spec.kind == "focus-noext":
+            settings["FOCUS_EXTRACT_ENABLED"] = False
+        if spec.workers:
+            settings["FOCUS_EXTRACT_WORKERS"] = spec.workers
+    settings.update(spec.settings)
+    command += ["-O", f"{workdir / 'items.jsonl'}:jsonlines"]
+    for name, value in settings.items():
+        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+        command += ["-s", f"{name}={text}"]
+    return command
+
+
+def _sample(root: Any, cpu: dict[int, float]) -> tuple[int, int]:
+    """RSS of *root* and of its whole tree; records each process's CPU seconds in *cpu*."""
+    import psutil
+
+    try:
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0, 0
+    main = total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            with process.oneshot():
+                rss = process.memory_info().rss
+                times = process.cpu_times()
+            cpu[process.pid] = times.user + times.system
+            total += rss
+            if process is root:
+                main = rss
+    return main, total
+
+
+def run_once(
+    spec: RunSpec,
+    site: str,
+    start_url: str,
+    topic: str,
+    limit: int,
+    round_: int,
+    workdir: Path,
+    profile_dir: Path | None = None,
+) -> RunResult:
+    import psutil
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    stats_file = workdir / "stats.json"
+    command = command_for(spec, start_url, topic, limit, workdir)
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+        raw = profile_dir / f"{site}-{_slug(spec.label)}.txt"
+        spy = Path(sys.executable).parent / "py-spy"
+        command = [str(spy), "record", "--subprocesses", "-r", "50", "--format", "raw"]
+        command += ["-o", str(raw), "--", *command_for(spec, start_url, topic, limit, workdir)]
+    code = spec.code or str(REPO)
+    env = {
+        **os.environ,
+        # the package and tests.stats_dump of that checkout (the editable install's
+        # finder comes after PYTHONPATH)
+        "PYTHONPATH": os.pathsep.join([code, *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "FOCUS_TEST_STATS_FILE": str(stats_file),
+    }
+    load_start = os.getloadavg()[0]
+    started = time.perf_counter()
+    log = (workdir / "crawl.log").open("w")
+    proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    root = psutil.Process(proc.pid)
+    peak_main = peak_tree = 0
+    cpu_seen: dict[int, float] = {}  # pid → CPU seconds at its last sample
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            returncode = os.waitstatus_to_exitcode(status)
+            break
+        main, tree = _sample(root, cpu_seen)
+        peak_main, peak_tree = max(peak_main, main), max(peak_tree, tree)
+        time.sleep(0.1)
+    wall = time.perf_counter() - started
+    proc.returncode = returncode
+    log.close()
+    # CPU: the crawl process from wait4 (exact); the processes it started (extraction
+    # workers, the forkserver) from their last sample: the forkserver, not the crawl,
+    # reaps the workers, so wait4 does not count them.
+    crawl_cpu = usage.ru_utime + usage.ru_stime
+    cpu = crawl_cpu + sum(v for k, v in cpu_seen.items() if k != proc.pid)
+    peak_main = max(peak_main, usage.ru_maxrss * 1024)
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    items_file = workdir / "items.jsonl"
+    items = sum(1 for _ in items_file.open()) if items_file.exists() else 0
+    log_text = (workdir / "crawl.log").read_text(errors="replace")
+    return RunResult(
+        spec=spec,
+        site=site,
+        round=round_,
+        pages=int(stats.get("response_received_count", 0)),
+        items=items,
+        wall_s=wall,
+        cpu_s=cpu,
+        crawl_cpu_s=crawl_cpu,
+        peak_rss_main=peak_main,
+        peak_rss_tree=peak_tree,
+        load_start=load_start,
+        load_end=os.getloadavg()[0],
+        returncode=returncode,
+        stats=stats,
+        log_tail=log_text[-3000:] if returncode else "",
+    )
+
+
+def _record(result: RunResult) -> dict[str, Any]:
+    data = {k: v for k, v in vars(result).items() if k not in ("spec", "stats", "log_tail")}
+    return {**data, "label": result.spec.label, "rate": result.rate}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+# -- profiles ----------------------------------------------------------------------
+
+
+_PROCESS = re.compile(r'(?:^|;)process \d+:"')
+_FIRST_FRAME = re.compile(r'";(?=[^;]* \([^()]*:\d+\)(?:;|$))')
+# Leaves of a thread that waits.  pebble's pool_manager_loop sleeps in time.sleep() and its
+# task_scheduler_loop blocks writing to a busy worker's pipe (Connection._send): py-spy
+# does not always see those threads as idle.
+_IDLE_LEAVES = (
+    "select",
+    "poll",
+    "wait",
+    "sleep",
+    "recv",
+    "accept",
+    "acquire",
+    "pool_manager_loop",
+    "connection._send",
+)
+
+
+def read_profile(raw: Path) -> dict[str, Counter[tuple[str, ...]]]:
+    """py-spy's raw output (``--subprocesses``) as stacks per role: ``crawl`` (the crawl's
+    process), ``worker`` (extraction workers: crawl → forkserver → worker) and ``other``.
+
+    A line is ``process PID:"command";...;frame;frame COUNT``, a ``process`` entry per
+    level of the process tree (commands may hold ``;`` and quotes)."""
+    roles: dict[str, Counter[tuple[str, ...]]] = {}
+    for line in raw.read_text(errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not count_text.isdigit():
+            continue
+        marks = list(_PROCESS.finditer(stack))
+        rest = stack[marks[-1].end() :] if marks else stack
+        first = _FIRST_FRAME.search(rest) if marks else None
+        if first is not None:
+            frames = tuple(rest[first.end() :].split(";"))
+        else:  # a thread with no Python frame (native code), or no process entry at all
+            frames = ("(no Python frame)",) if marks else tuple(rest.split(";"))
+        role = {1: "crawl", 3: "worker"}.get(len(marks), "other") if marks else "crawl"
+        roles.setdefault(role, Counter())[frames] += int(count_text)
+    return roles
+
+
+def summarize_profile(raw: Path, top: int = 25) -> str:
+    """The busiest functions of the crawl's process and of the extraction workers:
+    inclusive and self shares of their on-CPU samples (idle stacks left out)."""
+    out = []
+    for role, stacks in sorted(read_profile(raw).items()):
+        if role == "other":
+            continue
+        busy = {s: n for s, n in stacks.items() if not _idle(s)}
+        total = sum(busy.values())
+        idle = sum(stacks.values()) - total
+        out.append(f"{role}: {total} busy samples, {idle} idle")
+        inclusive: Counter[str] = Counter()
+        leaf: Counter[str] = Counter()
+        for frames, count in busy.items():
+            names = [_short(frame) for frame in frames]
+            for name in set(names):
+                inclusive[name] += count
+            leaf[names[-1]] += count
+        out.append("  inclusive:")
+        out += [
+            f"    {100 * n / max(total, 1):5.1f}%  {name}" for name, n in inclusive.most_common(top)
+        ]
+        out.append("  self:")
+        out += [
+            f"    {100 * n / max(total, 1):5.1f}%  {name}" for name, n in leaf.most_common(top // 2)
+        ]
+    return "\n".join(out)
+
+
+def _idle(frames: tuple[str, ...]) -> bool:
+    leaf = frames[-1].split(" (", 1)[0].lower() if frames else ""
+    return any(word in leaf for word in _IDLE_LEAVES)
+
+
+_PACKAGES = ("scrapy_focus", "trafilatura", "scrapy", "twisted", "lxml", "parsel", "htmldate")
+
+
+def _short(frame: str) -> str:
+    """``func (path/to/module.py:123)`` → ``func (module.py)``; keeps the package name."""
+    match = re.match(r"(.*) \((.*?):?\d*\)$", frame)
+    if not match:
+        return frame
+    name, path = match.groups()
+    path = path.rsplit(":", 1)[0]
+    parts = path.split("/")
+    for anchor in (
+        "scrapy_focus",
+        "trafilatura",
+        "scrapy",
+        "twisted",
+        "lxml",
+        "parsel",
+        "htmldate",
+    ):
+        if anchor in parts:
+            return f"{name} ({'/'.join(parts[parts.index(anchor) :])})"
+    return f"{name} ({parts[-1]})"
+
+
+# -- the run ----------------------------------------------------------------------
+
+
+def specs(args: argparse.Namespace) -> list[RunSpec]:
+    out = []
+    kinds = args.runs.split(",")
+    workers = [int(w) for w in args.workers.split(",") if w]
+    if "plain" in kinds:
+        out.append(RunSpec("plain Scrapy", "plain"))
+    if "naive" in kinds:
+        out.append(RunSpec("plain Scrapy + trafilatura in the callback", "naive"))
+    if "focus" in kinds:
+        for count in workers:
+            out.append(RunSpec(f"scrapy-focus full stack, {count} worker(s)", "focus", {}, count))
+        for variant in args.variant:
+            name, _, assignments = variant.partition(":")
+            settings = _parse_assignments(assignments)
+            for count in workers[:1]:
+                out.append(
+                    RunSpec(
+                        f"scrapy-focus full stack, {count} worker(s), {name}",
+                        "focus",
+                        settings,
+                        count,
+                    )
+                )
+    if args.before and "focus" in kinds:
+        label = f"scrapy-focus full stack, {workers[0]} worker(s), before ({_commit(args.before)})"
+        out.append(RunSpec(label, "focus", {}, workers[0], code=args.before))
+    if "focus-noext" in kinds:
+        out.append(RunSpec("scrapy-focus without extraction", "focus-noext"))
+    return out
+
+
+def _parse_assignments(text: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for assignment in filter(None, text.split(";")):
+        name, _, value = assignment.partition("=")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
+def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
+    results: list[RunResult] = []
+    plan = specs(args)
+    sites = ["docs", "synthetic"] if args.site == "both" else [args.site]
+    workroot = Path(args.workdir or tempfile.mkdtemp(prefix="bench-throughput-"))
+    try:
+        for round_ in range(args.rounds):
+            for site in sites:
+                serve = docs_site(Path(args.docs_dir)) if site == "docs" else synthetic_site()
+                topic = DOCS_TOPIC if site == "docs" else GRAPH_TOPIC
+                limit = 0 if site == "docs" else min(args.pages, GRAPH_NODES)
+                if site == "synthetic" and limit >= GRAPH_NODES:
+                    limit = 0  # the whole graph
+                with serve as start_url:
+                    # Each round runs the list in another order (rotated), so no run
+                    # always goes first, or always follows the heaviest one.
+                    order = plan[round_ % len(plan) :] + plan[: round_ % len(plan)]
+                    for spec in order:
+                        workdir = workroot / f"r{round_}-{site}-{_slug(spec.label)}"
+                        profile_dir = Path(args.profile_dir) if args.profile else None
+                        result = run_once(
+                            spec, site, start_url, topic, limit, round_, workdir, profile_dir
+                        )
+                        results.append(result)
+                        with (workroot / "results.jsonl").open("a") as out:  # survives a kill
+                            out.write(json.dumps(_record(result)) + "\n")
+                        log(
+                            f"round {round_ + 1} {site:9s} {spec.label}: {result.pages} pages, "
+                            f"{result.wall_s:.1f} s, {result.rate:.1f} pages/s, "
+                            f"CPU {result.cpu_s:.1f} s, peak RSS {result.peak_rss_main / 2**20:.0f}"
+                            f"/{result.peak_rss_tree / 2**20:.0f} MiB, load "
+                            f"{result.load_start:.1f}->{result.load_end:.1f}"
+                            + (f", EXIT {result.returncode}" if result.returncode else "")
+                        )
+                        if result.returncode:
+                            log(result.log_tail)
+                        shutil.rmtree(workdir / "httpcache", ignore_errors=True)
+    finally:
+        if not args.workdir and not args.keep:
+            shutil.rmtree(workroot, ignore_errors=True)
+    return results
+
+
+# -- report -----------------------------------------------------------------------
+
+
+def report(results: list[RunResult], args: argparse.Namespace, load_at_start: tuple) -> str:
+    lines = [f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, {git_commit()}; {machine(load_at_start)}."]
+    lines.append("")
+    lines.append(f"Command: `{' '.join(['.venv/bin/python', *sys.argv])}`")
+    for site in dict.fromkeys(r.site for r in results):
+        rows = [r for r in results if r.site == site]
+        labels = list(dict.fromkeys(r.spec.label for r in rows))
+        rounds = sorted({r.round for r in rows})
+
+        def by(label: str, rows: list[RunResult] = rows) -> list[RunResult]:
+            return [r for r in rows if r.spec.label == label]
+
+        def ratio(
+            label: str, base: str, rows: list[RunResult] = rows, rounds: list[int] = rounds
+        ) -> str:
+            values = []
+            for round_ in rounds:
+                a = [r for r in rows if r.round == round_ and r.spec.label == label]
+                b = [r for r in rows if r.round == round_ and r.spec.label == base]
+                if a and b and b[0].rate:
+                    values.append(a[0].rate / b[0].rate)
+            return f"{statistics.median(values):.2f}x" if values else "—"
+
+        naive = next((lab for lab in labels if "trafilatura" in lab), None)
+        plain = next((lab for lab in labels if lab == "plain Scrapy"), None)
+        lines += ["", f"**{site}**", ""]
+        header = ["run", "pages", "wall s", "pages/s", "x naive", "x plain", "CPU ms/page"]
+        header += ["of which crawl process", "CPU-bound pages/s on 2 idle cores"]
+        header += ["peak RSS crawl MiB", "peak RSS all MiB", "load 1 min", "items", "notes"]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for label in labels:
+            runs = by(label)
+            med = lambda f, runs=runs: statistics.median(f(r) for r in runs)  # noqa: E731
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        label,
+                        f"{med(lambda r: r.pages):,.0f}",
+                        f"{med(lambda r: r.wall_s):.1f}",
+                        f"{med(lambda r: r.rate):.1f}",
+                        ratio(label, naive) if naive else "—",
+                        ratio(label, plain) if plain else "—",
+                        f"{med(lambda r: r.cpu_ms_per_page):.1f}",
+                        f"{med(lambda r: r.crawl_cpu_ms_per_page):.1f}",
+                        f"{med(lambda r: r.cpu_bound_rate(2)):.1f}",
+                        f"{med(lambda r: r.peak_rss_main) / 2**20:.0f}",
+                        f"{med(lambda r: r.peak_rss_tree) / 2**20:.0f}",
+                        f"{med(lambda r: r.load_start):.1f}-{med(lambda r: r.load_end):.1f}",
+                        f"{med(lambda r: r.items):,.0f}",
+                        _notes(runs),
+                    ]
+                )
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def _notes(runs: list[RunResult]) -> str:
+    """What else happened: escalations past HTTP, extraction timeouts, failed runs."""
+    notes = []
+    for key, name in (
+        ("focus/ladder/escalate", "escalated"),
+        ("focus/extract/timeout", "timeouts"),
+    ):
+        counts = [sum(v for k, v in r.stats.items() if k.startswith(key)) for r in runs]
+        if any(counts):
+            notes.append(f"{name} {'/'.join(str(c) for c in counts)}")
+    failed = [r.returncode for r in runs if r.returncode]
+    if failed:
+        notes.append(f"exit {failed}")
+    return ", ".join(notes)
+
+
+def machine(load_at_start: tuple) -> str:
+    import scrapy
+    import trafilatura
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    start = "/".join(f"{v:.1f}" for v in load_at_start)
+    end = "/".join(f"{v:.1f}" for v in os.getloadavg())
+    return (
+        f"{os.cpu_count()} CPUs, {ram:.0f} GiB RAM, load average (1/5/15 min) {start} at the "
+        f"start and {end} at the end, {platform.system()} {platform.release()}, Python "
+        f"{platform.python_version()}, Scrapy {scrapy.__version__}, trafilatura "
+        f"{trafilatura.__version__}"
+    )
+
+
+def _commit(path: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", path, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return path
+
+
+def git_commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "scrapy_focus"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "commit ?"
+    return f"commit {head}" + (" with uncommitted changes in scrapy_focus/" if dirty else "")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--site", choices=["docs", "synthetic", "both"], default="both")
+    parser.add_argument("--docs-dir", default=str(DOCS_DIR))
+    parser.add_argument(
+        "--pages", type=int, default=GRAPH_NODES, help="pages of the synthetic site (max 20,000)"
+    )
+    parser.add_argument(
+        "--workers", default="2,1", help="extraction worker counts of the full stack (comma list)"
+    )
+    parser.add_argument(
+        "--runs", default=",".join(RUN_KINDS), help=f"which of {', '.join(RUN_KINDS)} to run"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:SETTING=VALUE;...",
+        help="an extra full-stack run with these settings (repeatable)",
+    )
+    parser.add_argument(
+        "--before",
+        metavar="PATH",
+        help="also run the full stack from this checkout (e.g. a git worktree of an older commit)",
+    )
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="record py-spy profiles")
+    parser.add_argument("--profile-dir", default="throughput-profiles")
+    parser.add_argument("--workdir", help="keep crawl directories here")
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--out", help="write the report (Markdown) to this file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    load_at_start = os.getloadavg()
+
+    def log(message: str) -> None:
+        print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+
+    results = run(args, log)
+    text = report(results, args, load_at_start)
+    if args.profile:
+        for raw in sorted(Path(args.profile_dir).glob("*.txt")):
+            if raw.name.endswith(".summary.txt") or not raw.name.startswith(("docs-", "synth")):
+                continue
+            summary = summarize_profile(raw)
+            raw.with_suffix(".summary.txt").write_text(summary + "\n")
+            log(f"profile summary: {raw.with_suffix('.summary.txt')}")
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0 if all(r.returncode == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
