@@ -75,7 +75,8 @@ class FetchSpider(scrapy.Spider):
 
 class Command(ScrapyCommand):
     requires_project = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+    # A trace printer: library warnings (tldextract offline, page closing) are noise here.
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "ERROR"}
 
     def syntax(self) -> str:
         return "URL [--engine http|chromium|stealth] [--save FILE] [--json]"
