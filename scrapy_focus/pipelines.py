@@ -65,9 +65,14 @@ class ConfidencePipeline:
 
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         if isinstance(item, PageItem) and item.confidence is None and item.extraction:
-            item.confidence = round(
-                self._confidence(item.extraction, min_content_chars=self.min_content_chars), 4
-            )
+            extraction = item.extraction
+            if extraction.confidence is None:  # not scored by the extraction worker
+                score = self._confidence(extraction, min_content_chars=self.min_content_chars)
+            elif extraction.skipped or extraction.text_chars < self.min_content_chars:
+                score = 0.0  # as confidence() with FOCUS_MIN_CONTENT_CHARS
+            else:
+                score = extraction.confidence
+            item.confidence = round(score, 4)
             band = (
                 "high"
                 if item.confidence >= self.high

@@ -69,6 +69,21 @@ def test_a_bad_extraction_function_path_fails_at_start_with_its_name(farm, tmp_p
     assert result.items == []
 
 
+def test_the_worker_scores_confidence_as_the_pipeline_would(farm):
+    import urllib.request
+
+    from scrapy_focus.extract.confidence import confidence
+    from scrapy_focus.extract.page import ExtractOptions
+    from scrapy_focus.extract.pool import DEFAULT_FUNCTION, _run
+
+    body = urllib.request.urlopen(farm.url("/articles/3.html")).read()
+    extraction, _ = _run(
+        DEFAULT_FUNCTION, body, farm.url("/articles/3.html"), "text/html", ExtractOptions()
+    )
+    assert extraction.confidence is not None
+    assert extraction.confidence == confidence(extraction, min_content_chars=0)
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

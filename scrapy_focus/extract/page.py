@@ -89,6 +89,9 @@ class Extraction:
     paragraphs: int = 0  # <p> elements holding at least PROSE_PARAGRAPH_CHARS of text
     paragraph_text_chars: int = 0  # visible text inside <p>
     boilerplate_text_chars: int = 0  # visible text inside nav/header/footer/aside and landmarks
+    # the confidence model's score (scrapy_focus.extract.confidence), computed by the worker
+    # that extracted the page, before FOCUS_MIN_CONTENT_CHARS applies; None: not computed
+    confidence: float | None = None
 
     @property
     def text_chars(self) -> int:

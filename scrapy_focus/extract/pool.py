@@ -16,6 +16,7 @@ more wait in the pool's queue (the downloader's concurrency bounds how many).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
@@ -24,7 +25,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy.utils.misc import load_object
@@ -49,6 +50,13 @@ def _run(
 ) -> tuple[Extraction, str]:
     function: Callable[..., Extraction] = _load(function_path)
     extraction = function(body, url, content_type, options)
+    if isinstance(extraction, Extraction) and extraction.confidence is None:
+        # Scored here, in the worker, rather than by the ConfidencePipeline on the
+        # reactor thread (a few ms of regexes over the text per page).
+        from scrapy_focus.extract.confidence import confidence
+
+        with contextlib.suppress(Exception):  # the pipeline scores it again, and reports
+            extraction = replace(extraction, confidence=confidence(extraction, min_content_chars=0))
     return extraction, f"{os.getpid()}:{threading.get_ident()}"
 
 
@@ -97,7 +105,9 @@ class ExtractionPool:
             # forkserver: workers never inherit the reactor's threads and locks,
             # and a replacement for a killed worker starts in milliseconds.
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["scrapy_focus.extract.page"])
+            context.set_forkserver_preload(
+                ["scrapy_focus.extract.page", "scrapy_focus.extract.confidence"]
+            )
             self._pool = pebble.ProcessPool(max_workers=self.workers, context=context)
             for _ in range(self.workers):
                 self._pool.schedule(_warm, (self.function,))
