@@ -831,8 +831,9 @@ def report_rss(crawl: Crawl, done: int, pages: int) -> list[str]:
         f"{crawl.wall:.0f} s ({crawl.wall / max(1, done):.3f} s/page, "
         f"{crawl.cpu / max(1, done):.3f} CPU s/page), exit {crawl.returncode}. Memory of "
         "every process the crawl started (found by a tag in their environment), sampled "
-        "every few seconds: summed RSS (counts shared pages once per process, so it "
-        "overstates) and PSS (shared pages split between the processes sharing them)."
+        "every few seconds: summed RSS (a page shared by several processes counts once in "
+        "each, so it overstates) and PSS (shared pages split between the processes sharing "
+        "them)."
     ]
     out.append("")
     rows = []
