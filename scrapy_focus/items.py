@@ -83,7 +83,7 @@ def page_item(response: Response) -> PageItem:
     meta = response.meta
     extraction: Extraction | None = meta.get("focus_extraction")
     link = meta.get("focus") or {}
-    fetched = meta.get("cache_timestamp") if "cached" in response.flags else None
+    fetched = meta.get("focus_fetched_at")  # set by the corpus on retrieve and on store
     request_url = response.request.url if response.request is not None else response.url
     request_url = urldefrag(request_url)[0]  # a fragment is not part of what was fetched
     item = PageItem(

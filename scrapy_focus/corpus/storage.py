@@ -136,6 +136,7 @@ class LmdbCacheStorage:
             return None
         request.meta["cache_timestamp"] = version.fetched_at
         request.meta["focus_corpus_version"] = version.index
+        request.meta["focus_fetched_at"] = version.fetched_at
         request.meta["focus_engine"] = version.engine  # provenance of the stored rendition
         return response_from_version(version, body)
 
@@ -167,6 +168,8 @@ class LmdbCacheStorage:
         elif version.index > 0:
             self._inc("focus/corpus/new_version")
         request.meta["focus_corpus_version"] = version.index
+        # The page item reports the time the corpus recorded, not when it was built.
+        request.meta["focus_fetched_at"] = version.fetched_at
 
     # -- helpers
 
