@@ -291,3 +291,11 @@ def test_author_is_what_trafilatura_finds(body: str, author: str | None) -> None
     theirs = extract_metadata(lxml.html.document_fromstring(html), URL, dict(_DATE_PARAMS))
     assert ours == {name: getattr(theirs, name) for name in METADATA_FIELDS}
     assert ours["author"] == author
+
+
+def test_highlighted_code_keeps_its_lines() -> None:
+    # A real Sphinx page (Debian's python3.11-doc, installed by .ci/setup): each token of
+    # its code samples is a Pygments <span>, and trafilatura ran the sample into one line.
+    body = Path("/usr/share/doc/python3.11/html/library/abc.html").read_bytes()
+    result = extract_page(body, "https://docs.python.org/3.11/library/abc.html")
+    assert "```\nfrom abc import ABC\nclass MyABC(ABC):\n    pass\n```" in result.markdown

@@ -157,6 +157,7 @@ def extract_page(
     microdata = _microdata(tree)
     headings = [_text(h) for h in tree.iter("h1", "h2", "h3")][:50]
     measures = _measure(tree)
+    _flatten_code(tree)
 
     document = trafilatura.bare_extraction(
         tree,
@@ -348,6 +349,17 @@ def _bound(tree: lxml.html.HtmlElement, limit: int) -> int:
         if parent is not None:
             parent.remove(element)
     return len(elements)
+
+
+def _flatten_code(tree: lxml.html.HtmlElement) -> None:
+    """Drop the ``<span>`` elements inside ``<pre>`` and ``<code>``, keeping their text.
+
+    Syntax highlighting (Pygments, highlight.js, Prism) wraps every token of a code
+    sample in a span: on documentation pages a third of all elements, which carry
+    no structure, and which trafilatura walks one by one, and then mistakes for
+    inline text (a highlighted ``<pre>`` came out as one line)."""
+    for element in [e for e in tree.iter("pre", "code") if len(e)]:
+        etree.strip_tags(element, "span")
 
 
 def _text(element: lxml.html.HtmlElement) -> str:
