@@ -557,8 +557,17 @@ def report(results: list[RunResult], args: argparse.Namespace, load_at_start: tu
 
 
 def _notes(runs: list[RunResult]) -> str:
-    """What else happened: escalations past HTTP, extraction timeouts, failed runs."""
+    """What else happened: requests started on a browser (DomainHistory picks one when
+    HTTP looks slower), escalations, extraction timeouts, failed runs."""
     notes = []
+    browsers = [
+        sum(
+            v for k, v in r.stats.items() if k.startswith("focus/ladder/start/") and "http" not in k
+        )
+        for r in runs
+    ]
+    if any(browsers):
+        notes.append(f"started on a browser {'/'.join(str(c) for c in browsers)}")
     for key, name in (
         ("focus/ladder/escalate", "escalated"),
         ("focus/extract/timeout", "timeouts"),
