@@ -8,6 +8,7 @@ from scrapy_focus.engines.detect import (
     Page,
     blocked,
     judge,
+    prejudge,
     spa_shell,
     thin,
     title_of,
@@ -366,3 +367,36 @@ def test_title_is_read_from_the_head():
 def test_visible_text_ignores_scripts_styles_and_comments():
     html = "<p>one</p><script>var two = 2;</script><style>.x{}</style><!-- three --><b>four</b>"
     assert visible_text_chars(html) == len("one four")
+
+
+def test_visible_text_with_a_limit_stops_once_over_it_and_agrees_below_it():
+    words = "<p>" + " ".join(["word"] * 100) + "</p>"  # 499 visible characters
+    html = f"<script>{'x' * 5000}</script>{words}<div>{'<i>more</i>' * 1000}</div>"
+    assert visible_text_chars(html, limit=200) > 200
+    assert visible_text_chars(html, limit=200) < visible_text_chars(html)
+    short = "<p> one   two </p><script>three</script><b>four</b>"
+    assert visible_text_chars(short, limit=200) == visible_text_chars(short) == len("one two four")
+
+
+SHELL_PAGE = "<html><body><div id='root'></div><script src='/app.js'></script></body></html>"
+
+
+@pytest.mark.parametrize(
+    ("html", "status", "text_chars"),
+    [
+        (ARTICLE, 200, 3000),  # ok
+        (ARTICLE, 200, None),  # ok, not extracted
+        (BLOCK_PAGE, 403, None),  # blocked
+        (BLOCK_PAGE, 404, None),  # genuine
+        (BLOCK_PAGE, 429, None),  # transient
+        (SHELL_PAGE, 200, None),  # shell
+        ("<p>tiny</p><script>x()</script>", 200, 10),  # thin
+    ],
+)
+def test_judge_after_prejudge_is_judge(html, status, text_chars):
+    # The extraction middleware prejudges, the ladder finishes: the same verdict.
+    before = prejudge(page(html, status))
+    assert judge(page(html, status, text_chars=text_chars), 100, before) == judge(
+        page(html, status, text_chars=text_chars)
+    )
+    assert before.kind != "thin"  # thin needs the main text

@@ -211,9 +211,15 @@ def test_spa_shell_escalates_to_chromium_which_renders_the_text(ladder, hostile)
         assert item["engine"] == "chromium"
         assert spa_marker(n) in item["markdown"]
         assert engines_used(ladder, hostile.spa, f"/spa/{n}.html") == ["http", "chromium"]
+        # The shell was judged before extraction: no worker spent on it (chars None).
+        (version,) = ladder.versions(url)
+        assert [(a["verdict"], a["chars"]) for a in version.meta["focus_trace"]] == [
+            ("shell", None)
+        ]
     # The bundle was fetched by the browser: the text came from JavaScript.
     assert ladder.hits(hostile.spa, "/static/app.js")
     assert ladder.stats["focus/ladder/verdict/shell"] >= len(SPA_LEARNT)
+    assert ladder.stats["focus/extract/skipped/shell"] == ladder.stats["focus/ladder/verdict/shell"]
 
 
 def test_next_data_page_with_server_rendered_text_stays_on_http(ladder, hostile):
@@ -235,8 +241,11 @@ def test_js_challenge_blocks_http_and_chromium_passes_it(ladder, hostile):
         assert site.token in hits[-1].cookie  # JavaScript computed it; the server checked it
         (version,) = ladder.versions(site.url(path))
         assert (version.status, version.engine) == (200, "chromium")
-        assert [a["reason"] for a in version.meta["focus_trace"]] == ["challenge-cloudflare"]
+        assert [(a["reason"], a["chars"]) for a in version.meta["focus_trace"]] == [
+            ("challenge-cloudflare", None)  # judged before extraction
+        ]
     assert ladder.stats["focus/engine/chromium/challenge_passed"] >= 1
+    assert ladder.stats["focus/extract/skipped/blocked"] >= 2
 
 
 def test_site_rejecting_headless_chromium_is_served_to_stealth_firefox(ladder, hostile):

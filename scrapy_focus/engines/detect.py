@@ -19,6 +19,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scrapy.http import Response, TextResponse
+
+from scrapy_focus.text import decode
+
 GENUINE_STATUSES = frozenset({404, 410, 400, 401, 405, 406, 409, 411, 413, 414, 415, 416, 422})
 
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
@@ -62,14 +66,54 @@ class Verdict:
 OK = Verdict("ok")
 
 
+def page_of(response: Response, text_chars: int | None = None) -> Page:
+    """What the detectors look at in a Scrapy response (decoded by scrapy_focus.text)."""
+    content_type = response.headers.get(b"Content-Type") or b""
+    is_html = isinstance(response, TextResponse) and (
+        not content_type or b"html" in content_type.lower()
+    )
+    headers = {
+        name.decode("latin-1").lower(): (values[0] if values else b"").decode("latin-1")
+        for name, values in response.headers.items()
+    }
+    return Page(
+        status=response.status,
+        headers=headers,
+        html=decode(response.body, content_type).text if is_html else "",
+        text_chars=text_chars,
+        is_html=is_html,
+    )
+
+
 def title_of(html: str) -> str:
     match = _TITLE.search(html[:50_000])
     return _SPACES.sub(" ", match.group(1)).strip() if match else ""
 
 
-def visible_text_chars(html: str) -> int:
+def visible_text_chars(html: str, limit: int | None = None) -> int:
+    """Characters of visible text (whitespace collapsed) in the first 500,000 of *html*.
+
+    With *limit*, the count stops as soon as it is known to exceed it (and returns
+    a number above it): a real page shows its first words within a few kilobytes,
+    and counting the rest was most of the detectors' cost on the reactor thread."""
     body = html[:500_000]
-    return len(_SPACES.sub(" ", _TAGS.sub(" ", body)).strip())
+    if limit is None:
+        return len(_SPACES.sub(" ", _TAGS.sub(" ", body)).strip())
+    pieces: list[str] = []
+    rough = 0
+    position = 0
+    for match in _TAGS.finditer(body):
+        piece = body[position : match.start()]
+        position = match.end()
+        pieces.append(piece)
+        rough += len(piece)
+        if rough > limit:
+            # The text so far, normalised, only grows with what follows.
+            count = len(_SPACES.sub(" ", " ".join(pieces)).strip())
+            if count > limit:
+                return count
+    pieces.append(body[position:])
+    return len(_SPACES.sub(" ", " ".join(pieces)).strip())
 
 
 def vendor_challenge(page: Page) -> str | None:
@@ -139,7 +183,7 @@ def spa_shell(page: Page, max_visible_chars: int = 200) -> bool:
     ``__NEXT_DATA__`` *and* real text (server-rendered) is not a shell."""
     if not page.is_html or page.status != 200:
         return False
-    visible = visible_text_chars(page.html)
+    visible = visible_text_chars(page.html, limit=max_visible_chars)
     if visible > max_visible_chars:
         return False
     if _NEXT_DATA.search(page.html) and visible > 40:
@@ -155,8 +199,23 @@ def thin(page: Page, min_content_chars: int) -> bool:
     return page.text_chars < min_content_chars and bool(_SCRIPT.search(page.html))
 
 
-def judge(page: Page, min_content_chars: int = 100) -> Verdict:
-    """The ladder's one question: is this real content, or should a stronger engine try?"""
+def judge(page: Page, min_content_chars: int = 100, prejudged: Verdict | None = None) -> Verdict:
+    """The ladder's one question: is this real content, or should a stronger engine try?
+
+    *prejudged* is :func:`prejudge`'s verdict on the same response, when it was
+    already asked (by the extraction middleware): only the thin check is left."""
+    verdict = prejudge(page) if prejudged is None else prejudged
+    if verdict.kind != "ok":
+        return verdict
+    if thin(page, min_content_chars):
+        return Verdict("thin", f"thin-{page.text_chars}-chars")
+    return OK
+
+
+def prejudge(page: Page) -> Verdict:
+    """Everything :func:`judge` decides without the main text: block, transient,
+    genuine, shell, or ``ok`` so far.  Cheap, so a block page or a shell is known
+    before any extraction is spent on it."""
     reason = blocked(page)
     if reason is not None:
         return Verdict("blocked", reason)
@@ -167,6 +226,4 @@ def judge(page: Page, min_content_chars: int = 100) -> Verdict:
         return Verdict("genuine", f"http-{page.status}")
     if spa_shell(page):
         return Verdict("shell", "spa-shell")
-    if thin(page, min_content_chars):
-        return Verdict("thin", f"thin-{page.text_chars}-chars")
     return OK

@@ -1,7 +1,8 @@
 """``EngineLadderMiddleware``: start with the cheapest engine that works, escalate when not.
 
 A downloader middleware placed below ``ExtractionMiddleware`` (it reads the
-extraction to judge thin pages):
+extraction to judge thin pages; blocks and shells are judged before extraction,
+see :mod:`scrapy_focus.extract.middleware`):
 
 * **start engine** (``process_request``): ``meta["focus_engine"]`` if set, else
   ``FOCUS_ENGINE_DOMAINS`` for the domain, else :class:`~.history.DomainHistory`'s
@@ -41,17 +42,16 @@ from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import Request, Response, TextResponse
+from scrapy.http import Request, Response
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
 from scrapy_focus.corpus.db import acquire, release
 from scrapy_focus.corpus.storage import CorpusConfig
 from scrapy_focus.engines.breaker import CircuitBreaker
-from scrapy_focus.engines.detect import Page, judge
+from scrapy_focus.engines.detect import judge, page_of
 from scrapy_focus.engines.handler import EngineInfo, engines_or_not_configured
 from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
 from scrapy_focus.frontier.politeness import politeness_for
-from scrapy_focus.text import decode
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -73,6 +73,7 @@ _DROP_ON_ESCALATION = (
     "_dont_cache",
     "focus_attempt_started",
     "focus_fetch_seconds",
+    "focus_prejudged",
     "retry_times",
 )
 # No engine reaches a host whose name does not resolve or whose port is closed;
@@ -166,6 +167,9 @@ class EngineLadderMiddleware:
             self.stats.inc_value(f"focus/ladder/start/{engine}")
             if why == "probe":
                 self.stats.inc_value("focus/ladder/probe")
+        # Whether a block or a shell would be escalated: then the extraction
+        # middleware leaves it unextracted and the verdict comes at once.
+        meta["focus_escalable"] = self._next_engine(str(meta["focus_engine"])) is not None
         domain = domain_of(request.url)
         if self.breaker.state(domain) == "open":
             # Hold it: back to the frontier, which keeps the domain waiting.
@@ -188,7 +192,8 @@ class EngineLadderMiddleware:
             return response  # not an attempt this ladder started (another middleware's answer)
         seconds = meta.pop("focus_fetch_seconds", None) or time.monotonic() - started
         extraction = meta.get("focus_extraction")
-        verdict = judge(self._page(response, extraction), self.min_chars)
+        page = page_of(response, extraction.text_chars if extraction is not None else None)
+        verdict = judge(page, self.min_chars, meta.pop("focus_prejudged", None))
         domain = domain_of(request.url)
         self._trace(
             request,
@@ -266,12 +271,15 @@ class EngineLadderMiddleware:
         }
         request.meta["focus_trace"] = [*request.meta.get("focus_trace", []), entry]
 
-    def _escalate(self, request: Request, engine: str, reason: str) -> Request | None:
+    def _next_engine(self, engine: str) -> str | None:
         position = self.order.index(engine) if engine in self.order else len(self.order)
-        if position + 1 >= len(self.order):
+        return self.order[position + 1] if position + 1 < len(self.order) else None
+
+    def _escalate(self, request: Request, engine: str, reason: str) -> Request | None:
+        following = self._next_engine(engine)
+        if following is None:
             self.stats.inc_value("focus/ladder/exhausted")
             return None
-        following = self.order[position + 1]
         meta = {k: v for k, v in request.meta.items() if k not in _DROP_ON_ESCALATION}
         meta["focus_engine"] = following
         meta["focus_refresh"] = True  # the corpus must fetch it, not serve the failed attempt
@@ -291,21 +299,3 @@ class EngineLadderMiddleware:
                 domain,
                 cooldown,
             )
-
-    def _page(self, response: Response, extraction: Any) -> Page:
-        content_type = response.headers.get(b"Content-Type") or b""
-        is_html = isinstance(response, TextResponse) and (
-            not content_type or b"html" in content_type.lower()
-        )
-        html = decode(response.body, content_type).text if is_html else ""
-        headers = {
-            name.decode("latin-1").lower(): (values[0] if values else b"").decode("latin-1")
-            for name, values in response.headers.items()
-        }
-        return Page(
-            status=response.status,
-            headers=headers,
-            html=html,
-            text_chars=extraction.text_chars if extraction is not None else None,
-            is_html=is_html,
-        )

@@ -9,7 +9,11 @@ ladder (which reads the result to judge thin pages).  The result travels in
 ``focus_extraction_failure``  None, ``"timeout"``, ``"error"`` or a skip reason
 ``focus_extraction_error``    the exception text when ``failure == "error"``
 
-Nothing downstream extracts again.
+Nothing downstream extracts again.  When the engine ladder would escalate a
+block page or an SPA shell (``meta["focus_escalable"]``), the response is judged
+first (:func:`~scrapy_focus.engines.detect.prejudge`, no main text needed) and
+such a response is not extracted: no worker is spent on it, and the ladder's
+verdict, and with it what DomainHistory learns, does not wait in the pool's queue.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from scrapy_focus.engines.detect import page_of, prejudge
 from scrapy_focus.extract.page import METADATA_FIELDS, ExtractOptions
 from scrapy_focus.extract.pool import ExtractionPool
 
@@ -131,6 +136,13 @@ class ExtractionMiddleware:
             meta["focus_extraction_failure"] = skip
             self.stats.inc_value(f"focus/extract/skipped/{skip}")
             return response
+        if meta.get("focus_escalable") and "cached" not in response.flags:
+            verdict = prejudge(page_of(response))
+            meta["focus_prejudged"] = verdict  # the ladder reuses it
+            if verdict.escalate:
+                meta["focus_extraction_failure"] = verdict.kind
+                self.stats.inc_value(f"focus/extract/skipped/{verdict.kind}")
+                return response
         content_type = response.headers.get(b"Content-Type")
         result = await maybe_deferred_to_future(
             self.pool.submit(
