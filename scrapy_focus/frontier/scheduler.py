@@ -198,6 +198,7 @@ class FocusScheduler(BaseScheduler):
         new = store.seen_add(fingerprint)
         if not new and not request.dont_filter:
             self.stats.inc_value("focus/frontier/duplicate")
+            self._rediscovered(request, fingerprint)
             return False
         meta = request.meta
         host = host_of(request.url)
@@ -217,6 +218,7 @@ class FocusScheduler(BaseScheduler):
         focus["score"] = score
         meta["focus"] = focus
         key = store.push(host, request.priority, score, self._serialize(request))
+        store.seen_pending(fingerprint, key)
         self._host_pages[host] += 1
         best = self._best.get(host)
         if best is None or key < best:
@@ -275,6 +277,34 @@ class FocusScheduler(BaseScheduler):
                 return "trap-query-variants"
             variants.add(parts.query)
         return None
+
+    def _rediscovered(self, request: Request, fingerprint: bytes) -> None:
+        """A link to a page still waiting in the frontier, found again.  If this
+        context scores it higher (a page on the topic links to it, where it was
+        first found on an index of everything), the entry moves up, and takes
+        this context with it; it never moves down."""
+        focus = request.meta.get("focus")
+        if not focus or not focus.get("parent_url"):
+            return
+        store = self._store()
+        old_key = store.pending_key(fingerprint)
+        if old_key is None:
+            return  # fetched already, or taken
+        score = self._score(request, seed=False)
+        _, old_priority, old_score, _ = decode_key(old_key)
+        if score is None or request.priority != old_priority or score <= old_score:
+            return
+        request.meta["focus"] = {**focus, "score": score}
+        host = host_of(request.url)
+        replaced = store.replace(old_key, host, request.priority, score, self._serialize(request))
+        if replaced is None:
+            return
+        key, old_payload = replaced
+        if old_payload.startswith(_MEMORY_MARK):
+            self._memory.pop(int(old_payload[len(_MEMORY_MARK) :]), None)
+        store.seen_pending(fingerprint, key)
+        self._place(host)
+        self.stats.inc_value("focus/frontier/raised")
 
     def _score(self, request: Request, seed: bool) -> float | None:
         focus = request.meta.get("focus")
@@ -352,21 +382,26 @@ class FocusScheduler(BaseScheduler):
         scorer = self.model.scorer
         if scorer is None or entry.priority != 0 or scorer.model.updates == 0:
             return entry
-        focus = (
-            pickle.loads(entry.payload).get("meta", {}).get("focus")
-            if not entry.payload.startswith(_MEMORY_MARK)
-            else None
-        )
+        if entry.payload.startswith(_MEMORY_MARK):
+            return entry
+        data = pickle.loads(entry.payload)
+        focus = data.get("meta", {}).get("focus")
         if not focus or not focus.get("parent_url"):
             return entry
         new = scorer.score(LinkContext.from_meta(focus)).score
         following = self._store().best(entry.host)
         if following is not None and new + 0.05 < decode_key(following)[2]:
-            self._store().requeue(entry, new)
+            key = self._store().requeue(entry, new)
+            self._store().seen_pending(self._fingerprint_of(data), key)
             self.stats.inc_value("focus/frontier/rescored")
             self._place(entry.host)
             return None
         return entry
+
+    def _fingerprint_of(self, data: dict[str, Any]) -> bytes:
+        """The fingerprint of a stored request (a moved entry's new key is noted under it)."""
+        request = request_from_dict(data, spider=self.spider)
+        return self.crawler.request_fingerprinter.fingerprint(request)
 
     def _place(self, host: str) -> None:
         """(Re-)place *host* in the ready or the waiting heap by its best entry."""
@@ -530,11 +565,13 @@ class FocusScheduler(BaseScheduler):
             entries = store.iter_host(host, per_host)
             moves: list[tuple[bytes, bytes]] = []
             payloads: dict[bytes, bytes] = {}
+            moved: list[tuple[dict[str, Any], bytes]] = []
             for key, payload in entries:
                 if payload.startswith(_MEMORY_MARK):
                     continue
                 _, priority, old_score, _ = decode_key(key)
-                focus = pickle.loads(payload).get("meta", {}).get("focus")
+                data = pickle.loads(payload)
+                focus = data.get("meta", {}).get("focus")
                 if priority != 0 or not focus or not focus.get("parent_url"):
                     continue
                 new_score = scorer.score(LinkContext.from_meta(focus)).score
@@ -542,8 +579,11 @@ class FocusScheduler(BaseScheduler):
                     new_key = encode_key(store.host_id(host), priority, new_score, store.next_seq())
                     moves.append((key, new_key))
                     payloads[key] = payload
+                    moved.append((data, new_key))
             if moves:
                 store.rekey(moves, payloads)
+                for data, new_key in moved:
+                    store.seen_pending(self._fingerprint_of(data), new_key)
                 changed += len(moves)
                 self._place(host)
         self.stats.inc_value("focus/frontier/rescored", changed)

@@ -13,7 +13,11 @@ Contract (what the scheduler relies on):
   ``pop(host)`` removes and returns it, and *leases* it: the entry stays in
   ``leases`` until ``ack(lease_key)``.  ``open`` puts every unacknowledged
   lease back in the queue, so a killed crawl loses no request it had taken.
-* ``seen_add(fingerprint)`` is True the first time a fingerprint is offered.
+* ``seen_add(fingerprint)`` is True the first time a fingerprint is offered;
+  ``seen_pending(fingerprint, key)`` notes the queue key of its entry, and
+  ``pending_key(fingerprint)`` finds it while the entry is still queued (keys
+  are never reused, so a key noted before a pop, a re-score or a kill is simply
+  not found), for ``replace(key, ...)`` to move the entry to a better place.
 * ``variant_add(group, variant, limit)`` counts distinct variants per group
   (query strings per path, for the trap guard) on disk, not in memory.
 
@@ -273,6 +277,33 @@ class LmdbFrontierStore:
         if added:
             self._wrote()
         return added
+
+    def seen_pending(self, fingerprint: bytes, key: bytes) -> None:
+        self._txn_now().put(fingerprint, key, db=self._seen)
+        self._wrote()
+
+    def pending_key(self, fingerprint: bytes) -> bytes | None:
+        """The queue key of the fingerprint's entry, if it is still queued."""
+        txn = self._txn_now()
+        key = txn.get(fingerprint, db=self._seen)
+        if not key or txn.get(key, db=self._queue) is None:
+            return None
+        return bytes(key)
+
+    def replace(
+        self, old_key: bytes, host: str, priority: int, score: float, payload: bytes
+    ) -> tuple[bytes, bytes] | None:
+        """Move a queued entry to a new place with a new payload: (new key, old payload),
+        or None if *old_key* is no longer queued."""
+        txn = self._txn_now()
+        old_payload = txn.pop(old_key, db=self._queue)
+        if old_payload is None:
+            return None
+        self._seq += 1
+        key = encode_key(self._host_id(txn, host), priority, score, self._seq)
+        txn.put(key, payload, db=self._queue)
+        self._wrote(2)
+        return key, bytes(old_payload)
 
     def seen_count(self) -> int:
         return self._txn_now().stat(self._seen)["entries"]

@@ -1,0 +1,98 @@
+"""FocusScheduler driven through Scrapy's scheduler interface (no download): a page
+still waiting in the frontier, found again from a page on the topic, moves up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+from scrapy_focus.frontier.scheduler import FocusScheduler
+
+SITE = "http://docs.example"
+
+
+class _Spider(Spider):
+    name = "rediscovery"
+
+    def parse(self, response: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    crawler = get_crawler(
+        _Spider,
+        {
+            "ADDONS": {"scrapy_focus.Addon": 500},
+            "JOBDIR": str(tmp_path / "job"),
+            "FOCUS_CORPUS_ENABLED": False,
+            "FOCUS_EXTRACT_ENABLED": False,
+            "FOCUS_CONTRACT_ENABLED": False,
+            "FOCUS_LADDER_ENABLED": False,
+            "FOCUS_LOG_INTERVAL": 0,
+            "FOCUS_TOPIC": "concurrent execution with threads, processes and locks",
+            "DOWNLOAD_DELAY": 0,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 1000,
+        },
+    )
+    spider = crawler.spider = crawler._create_spider()
+    crawler.engine = crawler._create_engine()
+    scheduler = FocusScheduler.from_crawler(crawler)
+    scheduler.open(spider)
+    yield scheduler
+    scheduler.close("finished")
+
+
+def link(path: str, parent: str, relevance: float, anchor: str) -> Request:
+    focus = {
+        "url": f"{SITE}{path}",
+        "anchor": anchor,
+        "parent_url": f"{SITE}{parent}",
+        "parent_relevance": relevance,
+        "depth": 1,
+    }
+    return Request(f"{SITE}{path}", meta={"focus": focus, "depth": 1})
+
+
+def drain(scheduler: FocusScheduler) -> list[Request]:
+    taken = []
+    while (request := scheduler.next_request()) is not None:
+        taken.append(request)
+    return taken
+
+
+def test_a_queued_page_found_again_on_a_relevant_page_moves_up(scheduler):
+    # First found on an index of everything, under a bare name.
+    scheduler.enqueue_request(link("/sched.html", "/modindex.html", 0.05, "sched"))
+    for n in range(5):
+        scheduler.enqueue_request(link(f"/other{n}.html", "/modindex.html", 0.3, f"module {n}"))
+    # Then on the topic's own section page.
+    again = link("/sched.html", "/concurrency.html", 0.9, "sched: event scheduler for threads")
+    assert not scheduler.enqueue_request(again)  # a duplicate: still one entry
+    stats = scheduler.crawler.stats
+    assert stats.get_value("focus/frontier/raised") == 1
+    assert stats.get_value("focus/frontier/duplicate") == 1
+    taken = drain(scheduler)
+    assert [r.url for r in taken].count(f"{SITE}/sched.html") == 1
+    assert taken[0].url == f"{SITE}/sched.html"
+    assert taken[0].meta["focus"]["parent_url"] == f"{SITE}/concurrency.html"  # its new context
+    assert len(taken) == 6
+
+
+def test_a_worse_context_found_later_changes_nothing(scheduler):
+    scheduler.enqueue_request(link("/sched.html", "/concurrency.html", 0.9, "sched: threads"))
+    scheduler.enqueue_request(link("/sched.html", "/modindex.html", 0.05, "sched"))
+    assert scheduler.crawler.stats.get_value("focus/frontier/raised") is None
+    (taken,) = drain(scheduler)
+    assert taken.meta["focus"]["parent_url"] == f"{SITE}/concurrency.html"
+
+
+def test_a_page_already_taken_is_not_queued_again(scheduler):
+    scheduler.enqueue_request(link("/sched.html", "/modindex.html", 0.05, "sched"))
+    assert len(drain(scheduler)) == 1
+    scheduler.enqueue_request(link("/sched.html", "/concurrency.html", 0.9, "sched: threads"))
+    assert drain(scheduler) == []
+    assert scheduler.crawler.stats.get_value("focus/frontier/raised") is None
