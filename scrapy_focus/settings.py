@@ -218,6 +218,15 @@ FOCUS_HISTORY_ENABLED = True
 #: cheaper engine than the learnt one.
 FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0
 FOCUS_HISTORY_PROBE_RATE = 0.05
+#: A slow start per domain: requests in flight to a new domain, doubled by each
+#: page answered on the engine it started on, back to this after a page that had
+#: to escalate from where DomainHistory started it (probes aside).  Without it a
+#: new domain's first pages all leave on HTTP before the first verdict can teach
+#: DomainHistory anything.  0: no limit.
+FOCUS_HISTORY_LEARNING_CONCURRENCY = 1
+#: Added to the priority of an escalated request, so that a page's next
+#: attempt goes before its host's other pages (Scrapy's redirects: +2).
+FOCUS_LADDER_PRIORITY_ADJUST = 1
 #: Circuit breaker: consecutive failures on every engine before a domain is
 #: held, for a cool-down that doubles up to the maximum.
 FOCUS_BREAKER_THRESHOLD = 5

@@ -43,7 +43,7 @@ from urllib.parse import urlencode
 
 from tests.farm import WORDS, Farm, FarmRequest, Page
 
-SPA_PAGES = 12
+SPA_PAGES = 36
 SLOW_DELAY = 0.4  # /slow/N.html: slow, but within any sane timeout
 TIMEOUT_DELAY = 5.0  # /timeout/N.html: over the DOWNLOAD_TIMEOUT the tests set
 RETRY_AFTER = 2  # seconds, the throttle site's Retry-After

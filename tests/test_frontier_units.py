@@ -211,6 +211,19 @@ def test_politeness_delay_concurrency_and_backoff():
     assert politeness.backoff("h") == 4
 
 
+def test_other_components_can_cap_a_hosts_concurrency():
+    politeness = Politeness(PolitenessConfig(concurrency=8))
+    caps = {"new.example": 1}
+    politeness.add_limit(caps.get)  # the engine ladder's slow start, for one
+    assert politeness.concurrency("new.example") == 1
+    assert politeness.concurrency("known.example") == 8
+    politeness.dispatched("new.example", 1)
+    assert politeness.ready_at("new.example") == math.inf
+    caps["new.example"] = 16
+    assert politeness.concurrency("new.example") == 8  # never above the configured one
+    assert politeness.is_ready("new.example")
+
+
 def test_download_slots_override_the_delay_per_host():
     politeness = Politeness(PolitenessConfig(delay=0.0, slots={"slow.com": {"delay": 3}}))
     assert politeness.delay("slow.com") == 3

@@ -205,20 +205,27 @@ def test_static_articles_stay_on_http(ladder, hostile):
 
 
 def test_spa_shell_escalates_to_chromium_which_renders_the_text(ladder, hostile):
+    escalated = 0
     for n in SPA_LEARNT:
         url = hostile.spa.url(f"/spa/{n}.html")
         item = ladder.item(url)
         assert item["engine"] == "chromium"
         assert spa_marker(n) in item["markdown"]
-        assert engines_used(ladder, hostile.spa, f"/spa/{n}.html") == ["http", "chromium"]
-        # The shell was judged before extraction: no worker spent on it (chars None).
+        used = engines_used(ladder, hostile.spa, f"/spa/{n}.html")
         (version,) = ladder.versions(url)
-        assert [(a["verdict"], a["chars"]) for a in version.meta["focus_trace"]] == [
-            ("shell", None)
-        ]
+        if used == ["http", "chromium"]:
+            escalated += 1
+            # The shell was judged before extraction: no worker spent on it (chars None).
+            assert [(a["verdict"], a["chars"]) for a in version.meta["focus_trace"]] == [
+                ("shell", None)
+            ]
+        else:  # DomainHistory had learnt the site by then (the slow start let it)
+            assert used == ["chromium"]
+            assert version.meta["focus_trace"] == []
+    assert escalated >= 2  # a few pages teach DomainHistory
     # The bundle was fetched by the browser: the text came from JavaScript.
     assert ladder.hits(hostile.spa, "/static/app.js")
-    assert ladder.stats["focus/ladder/verdict/shell"] >= len(SPA_LEARNT)
+    assert ladder.stats["focus/ladder/verdict/shell"] >= escalated
     assert ladder.stats["focus/extract/skipped/shell"] == ladder.stats["focus/ladder/verdict/shell"]
 
 
@@ -412,7 +419,9 @@ def test_second_crawl_of_an_spa_starts_on_chromium(ladder, hostile, tmp_path):
 def test_site_fixed_after_blocking_http_is_probed_back_to_http(ladder, hostile, tmp_path):
     site = hostile.fixable
     learnt = [engines_used(ladder, site, f"/article/{n}.html") for n in FIXABLE_LEARNT]
-    assert learnt == [["http", "chromium"]] * len(FIXABLE_LEARNT)
+    # Blocked on HTTP: the first pages escalated, the rest started on Chromium.
+    assert set(map(tuple, learnt)) <= {("http", "chromium"), ("chromium",)}
+    assert learnt.count(["http", "chromium"]) >= 2
     site.fixed = True
     try:
         pages = ["/article/11.html", "/article/12.html", "/article/13.html"]
@@ -504,3 +513,26 @@ def test_escalated_and_retried_seeds_are_not_lost(hostile, tmp_path):
     assert "Traceback" not in result.result.log
     assert result.item(seeds[0])["engine"] == "chromium"
     assert result.item(seeds[1])["status"] == 200
+
+
+def test_a_new_domain_is_held_back_until_its_start_engine_settles(hostile, tmp_path):
+    # Twelve SPA pages behind a static hub (the hub settles nothing: it is one page).
+    # Without the slow start they all leave on HTTP before the first verdict.
+    site = hostile.spa
+    started: dict[int, list[str]] = {}
+    for learning in (1, 0):
+        first = 12 + 12 * learning  # pages no other test fetches
+        pages = [f"/spa/{n}.html" for n in range(first, first + 12)]
+        result = crawl(
+            tmp_path / f"learning-{learning}",
+            [site.hub(*pages)],
+            FOCUS_HISTORY_PROBE_RATE=0.0,
+            FOCUS_ENGINES="http,chromium",
+            FOCUS_HISTORY_LEARNING_CONCURRENCY=learning,
+        )
+        assert all(result.item(site.url(path))["engine"] == "chromium" for path in pages)
+        started[learning] = [engines_used(result, site, path)[0] for path in pages]
+    # Held to one request, then two...: history learns from each page before the next
+    # leaves, and it takes a few pages for Chromium's successes to outweigh the prior.
+    assert started[1].count("http") <= 6
+    assert started[1].count("http") < started[0].count("http")

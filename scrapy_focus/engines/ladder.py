@@ -27,6 +27,13 @@ see :mod:`scrapy_focus.extract.middleware`):
   status, verdict, seconds, extracted characters).  The corpus stores the
   final rendition with its engine; its ``focus_trace`` meta lists the attempts
   before it (the version itself is the last one);
+* **learning**: a slow start per domain.  The scheduler keeps
+  ``FOCUS_HISTORY_LEARNING_CONCURRENCY`` requests in flight to a new domain (a
+  limit on the shared politeness), doubled by each page that got its final
+  answer on the engine it started on, and back to the start after a page that
+  had to escalate; an escalated request goes before its host's other pages
+  (``FOCUS_LADDER_PRIORITY_ADJUST``).  Each verdict thus teaches DomainHistory
+  before the next pages leave;
 * **breaker**: a domain blocked on every engine, or failing with network errors
   on every engine, ``FOCUS_BREAKER_THRESHOLD`` times in a row is held for a
   cool-down (its requests wait in the frontier), then probed.  Thin or shell
@@ -87,6 +94,10 @@ except ImportError:  # pragma: no cover
     pass
 
 
+#: A streak of right start engines past which a domain is no longer held back.
+_SETTLED = 16
+
+
 def domain_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
@@ -115,6 +126,12 @@ class EngineLadderMiddleware:
             max_cooldown=settings.getfloat("FOCUS_BREAKER_MAX_COOLDOWN", 3600.0),
         )
         self.politeness = politeness_for(crawler)
+        # Domains whose start engine is not settled yet: see _learning_limit.
+        self.learning_concurrency = settings.getint("FOCUS_HISTORY_LEARNING_CONCURRENCY", 1)
+        self.priority_adjust = settings.getint("FOCUS_LADDER_PRIORITY_ADJUST", 1)
+        self._streak: dict[str, int] = {}  # pages in a row that started on their final engine
+        if self.learn and self.learning_concurrency > 0:
+            self.politeness.add_limit(self._learning_limit)
         self.corpus = CorpusConfig.from_settings(settings)
         self._db: Any = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -187,7 +204,10 @@ class EngineLadderMiddleware:
         engine = str(meta.get("focus_engine") or "http")
         started = meta.pop("focus_attempt_started", None)
         if "cached" in response.flags:
-            return response  # it was the final rendition when it was stored
+            # It was the final rendition when it was stored.  The corpus answers
+            # without touching the host, so holding the domain back gains nothing.
+            self._streak.setdefault(domain_of(request.url), _SETTLED)
+            return response
         if started is None:
             return response  # not an attempt this ladder started (another middleware's answer)
         seconds = meta.pop("focus_fetch_seconds", None) or time.monotonic() - started
@@ -207,6 +227,8 @@ class EngineLadderMiddleware:
         self.stats.inc_value(f"focus/ladder/verdict/{verdict.kind}")
         # Backoff for 429/503 is the scheduler's (on response_downloaded, which sees
         # every network answer, retried or escalated or not): one place, one level.
+        if not verdict.escalate and verdict.kind != "transient":
+            self._settle(request, domain, engine)
         if verdict.kind == "transient":
             # The host said "not now": RetryMiddleware re-issues the request on
             # this engine.  The retry must reach the network, not the corpus
@@ -254,6 +276,29 @@ class EngineLadderMiddleware:
             self._final_failure(domain)
         return escalated
 
+    def _learning_limit(self, domain: str) -> int | None:
+        """Requests in flight a domain may have while its start engine settles: a
+        slow start.  FOCUS_HISTORY_LEARNING_CONCURRENCY at first, doubled by each
+        page that got its final answer on the engine it started on, and back to
+        the start after a page that had to escalate.  Otherwise a domain's first
+        pages all leave on HTTP before any verdict can teach DomainHistory."""
+        streak = self._streak.get(domain, 0)
+        if streak >= _SETTLED:
+            return None
+        return self.learning_concurrency << streak
+
+    def _settle(self, request: Request, domain: str, final_engine: str) -> None:
+        """A page got its final answer: was its start engine the right one?"""
+        meta = request.meta
+        if meta.get("focus_start_reason") not in {"history", "first"}:
+            return  # probes, overrides and meta choices say nothing of the history
+        trace = meta.get("focus_trace") or []
+        started = trace[0]["engine"] if trace else final_engine
+        if started == final_engine:
+            self._streak[domain] = min(self._streak.get(domain, 0) + 1, _SETTLED)
+        else:
+            self._streak[domain] = 0
+
     def _observe(self, domain: str, engine: str, outcome: str, seconds: float) -> None:
         if self.learn:
             self.history.observe(domain, engine, outcome, seconds)
@@ -287,7 +332,11 @@ class EngineLadderMiddleware:
             meta["focus_supersede"] = request.meta["focus_corpus_version"]
         self.stats.inc_value(f"focus/ladder/escalate/{engine}-{following}")
         logger.debug("Escalating %s from %s to %s: %s", request.url, engine, following, reason)
-        return request.replace(dont_filter=True, meta=meta)
+        # The page's next attempt goes before its host's other pages: while the
+        # domain is held to one request in flight, that is what teaches history.
+        return request.replace(
+            dont_filter=True, meta=meta, priority=request.priority + self.priority_adjust
+        )
 
     def _final_failure(self, domain: str) -> None:
         cooldown = self.breaker.failure(domain)

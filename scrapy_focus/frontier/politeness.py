@@ -77,6 +77,13 @@ class Politeness:
         self._crawl_delay = crawl_delay
         self.clock = clock
         self.hosts: dict[str, HostState] = {}
+        # Limits other components put on a host's concurrency (the engine
+        # ladder while it learns a new domain): each says a number, or None.
+        self._limits: list[Callable[[str], int | None]] = []
+
+    def add_limit(self, limit: Callable[[str], int | None]) -> None:
+        """Also cap each host's concurrency at ``limit(host)`` (None: no cap)."""
+        self._limits.append(limit)
 
     def _host(self, host: str) -> HostState:
         state = self.hosts.get(host)
@@ -94,7 +101,12 @@ class Politeness:
 
     def concurrency(self, host: str) -> int:
         slot = self.config.slots.get(host) or {}
-        return int(slot.get("concurrency", self.config.concurrency))
+        concurrency = int(slot.get("concurrency", self.config.concurrency))
+        for limit in self._limits:
+            cap = limit(host)
+            if cap is not None:
+                concurrency = min(concurrency, max(1, cap))
+        return concurrency
 
     def ready_at(self, host: str) -> float:
         state = self._host(host)
