@@ -536,3 +536,14 @@ def test_a_new_domain_is_held_back_until_its_start_engine_settles(hostile, tmp_p
     # leaves, and it takes a few pages for Chromium's successes to outweigh the prior.
     assert started[1].count("http") <= 6
     assert started[1].count("http") < started[0].count("http")
+
+
+def test_retries_reach_the_site_with_the_ladder_off(hostile, tmp_path):
+    # RetryMiddleware's retry of a 429 must not be answered by the corpus, which has
+    # just stored that 429 (the ladder marks its own retries; without it, nobody did).
+    site = hostile.flaky
+    path = "/article/7.html"
+    result = crawl(tmp_path / "no-ladder", [site.hub(path)], FOCUS_LADDER_ENABLED=False)
+    assert [hit.status for hit in result.hits(site, path)] == [503, 200]
+    item = result.item(site.url(path))
+    assert (item["status"], item["state"]) == (200, "accepted")

@@ -125,8 +125,11 @@ class LmdbCacheStorage:
 
     def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
         db = self._require_open()
-        if request.meta.get("focus_refresh"):
-            return None  # a deliberate re-fetch (recrawl, quarantine release): miss, then store
+        if request.meta.get("focus_refresh") or request.meta.get("retry_times"):
+            # A deliberate re-fetch (recrawl, quarantine release, the ladder), or
+            # RetryMiddleware's retry of an answer this corpus has just stored
+            # (a 429, a 503): miss, then store what the network says now.
+            return None
         found = db.latest_with_body(self._fingerprinter.fingerprint(request))
         if found is None:
             return None
