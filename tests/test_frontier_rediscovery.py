@@ -96,3 +96,33 @@ def test_a_page_already_taken_is_not_queued_again(scheduler):
     scheduler.enqueue_request(link("/sched.html", "/concurrency.html", 0.9, "sched: threads"))
     assert drain(scheduler) == []
     assert scheduler.crawler.stats.get_value("focus/frontier/raised") is None
+
+
+def test_a_way_to_the_page_beyond_the_depth_limit_is_not_taken(tmp_path):
+    crawler = get_crawler(
+        _Spider,
+        {
+            "ADDONS": {"scrapy_focus.Addon": 500},
+            "FOCUS_CORPUS_ENABLED": False,
+            "FOCUS_EXTRACT_ENABLED": False,
+            "FOCUS_CONTRACT_ENABLED": False,
+            "FOCUS_LADDER_ENABLED": False,
+            "FOCUS_LOG_INTERVAL": 0,
+            "FOCUS_TOPIC": "concurrent execution with threads, processes and locks",
+            "FOCUS_MAX_DEPTH": 1,
+        },
+    )
+    crawler.spider = crawler._create_spider()
+    crawler.engine = crawler._create_engine()
+    scheduler = FocusScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    try:
+        scheduler.enqueue_request(link("/sched.html", "/modindex.html", 0.05, "sched"))
+        deeper = link("/sched.html", "/concurrency.html", 0.9, "sched: threads")
+        deeper.meta["depth"] = deeper.meta["focus"]["depth"] = 2
+        scheduler.enqueue_request(deeper)
+        assert crawler.stats.get_value("focus/frontier/raised") is None
+        (taken,) = drain(scheduler)
+        assert taken.meta["depth"] == 1
+    finally:
+        scheduler.close("finished")

@@ -26,11 +26,12 @@ dequeues in a row (``focus_saturated``).
 from __future__ import annotations
 
 import heapq
+import inspect
 import logging
 import math
 import pickle
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,7 +130,7 @@ class FocusScheduler(BaseScheduler):
         self._dispatched_pages: dict[bytes, int] = {}  # fingerprint → id(request) in flight
         self._leases: dict[bytes, bytes] = {}  # fingerprint → lease key
         self._host_pages: Counter[str] = Counter()
-        self._query_variants: defaultdict[str, set[str]] = defaultdict(set)
+        self._method_names: dict[Any, str] = {}  # spider method function -> its name
         self._fetched = 0
         self._relevant = 0
         self._low_streak = 0
@@ -271,11 +272,15 @@ class FocusScheduler(BaseScheduler):
         ):
             return "max-pages-per-host"
         parts = urlsplit(request.url)
-        if parts.query and self.config.max_query_variants:
-            variants = self._query_variants[f"{host}{parts.path}"]
-            if len(variants) >= self.config.max_query_variants and parts.query not in variants:
-                return "trap-query-variants"
-            variants.add(parts.query)
+        # Query strings per path are counted on disk: no set per path in memory.
+        if (
+            parts.query
+            and self.config.max_query_variants
+            and not self._store().variant_add(
+                f"{host}{parts.path}", parts.query, self.config.max_query_variants
+            )
+        ):
+            return "trap-query-variants"
         return None
 
     def _rediscovered(self, request: Request, fingerprint: bytes) -> None:
@@ -286,6 +291,8 @@ class FocusScheduler(BaseScheduler):
         focus = request.meta.get("focus")
         if not focus or not focus.get("parent_url"):
             return
+        if self.scope.rejection(request.url, request.meta.get("depth", 0)) is not None:
+            return  # this way to the page is out of scope (too deep): it keeps the other
         store = self._store()
         old_key = store.pending_key(fingerprint)
         if old_key is None:
@@ -330,13 +337,47 @@ class FocusScheduler(BaseScheduler):
 
     def _serialize(self, request: Request) -> bytes:
         try:
-            return pickle.dumps(request.to_dict(spider=self.spider), protocol=5)
+            return pickle.dumps(self._to_dict(request), protocol=5)
         except (ValueError, TypeError, AttributeError, pickle.PicklingError):
             # A callback that is not a spider method cannot go to disk (as with
             # Scrapy's own JOBDIR queues): keep this one request in memory.
             self.stats.inc_value("focus/frontier/unserializable")
             self._memory[id(request)] = request
             return _MEMORY_MARK + str(id(request)).encode()
+
+    def _to_dict(self, request: Request) -> dict[str, Any]:
+        """What ``request.to_dict(spider=self.spider)`` returns, with each callback's
+        name looked up once per method: Scrapy searches the spider's members
+        (``inspect.getmembers``) for every request, 30% of an enqueue."""
+        data = {
+            "url": request.url,
+            "callback": self._method_name(request.callback),
+            "errback": self._method_name(request.errback),
+            "headers": dict(request.headers),
+        }
+        for attr in request.attributes:
+            data.setdefault(attr, getattr(request, attr))
+        if type(request) is not Request:
+            data["_class"] = f"{type(request).__module__}.{type(request).__name__}"
+        return data
+
+    def _method_name(self, func: Any) -> Any:
+        """The name of the spider method *func* (a ValueError if it is none), as
+        Scrapy's ``Request.to_dict`` finds it; anything not callable as it is."""
+        if not callable(func):
+            return func
+        underlying = getattr(func, "__func__", None)
+        if underlying is None:
+            raise ValueError(f"Function {func} is not an instance method in: {self.spider}")
+        name = self._method_names.get(underlying)
+        if name is None:
+            for member_name, member in inspect.getmembers(self.spider, inspect.ismethod):
+                if member.__func__ is underlying:
+                    name = self._method_names[underlying] = member_name
+                    break
+            else:
+                raise ValueError(f"Function {func} is not an instance method in: {self.spider}")
+        return name
 
     def _deserialize(self, payload: bytes) -> Request:
         if payload.startswith(_MEMORY_MARK):
