@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_FINGERPRINT_KEY = "_focus_fingerprint"  # in a stored request's dict
 _MEMORY_MARK = b"\x00mem:"  # payload of a request that could not be serialised
 
 
@@ -102,7 +103,7 @@ class FrontierConfig:
             max_query_variants=settings.getint("FOCUS_MAX_QUERY_VARIANTS", 200),
             hard_focus=settings.getbool("FOCUS_HARD_FOCUS"),
             relevance_threshold=settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5),
-            rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 5.0),
+            rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 50.0),
             rescore_window=settings.getint("FOCUS_RESCORE_WINDOW", 2000),
         )
 
@@ -218,7 +219,7 @@ class FocusScheduler(BaseScheduler):
         focus = dict(meta.get("focus") or {})
         focus["score"] = score
         meta["focus"] = focus
-        key = store.push(host, request.priority, score, self._serialize(request))
+        key = store.push(host, request.priority, score, self._serialize(request, fingerprint))
         store.seen_pending(fingerprint, key)
         self._host_pages[host] += 1
         best = self._best.get(host)
@@ -303,7 +304,9 @@ class FocusScheduler(BaseScheduler):
             return
         request.meta["focus"] = {**focus, "score": score}
         host = host_of(request.url)
-        replaced = store.replace(old_key, host, request.priority, score, self._serialize(request))
+        replaced = store.replace(
+            old_key, host, request.priority, score, self._serialize(request, fingerprint)
+        )
         if replaced is None:
             return
         key, old_payload = replaced
@@ -335,9 +338,13 @@ class FocusScheduler(BaseScheduler):
         # A page classifier without a topic: links inherit their page's relevance.
         return 0.8 * link.parent_relevance + 0.2 * breadth
 
-    def _serialize(self, request: Request) -> bytes:
+    def _serialize(self, request: Request, fingerprint: bytes) -> bytes:
         try:
-            return pickle.dumps(self._to_dict(request), protocol=5)
+            data = self._to_dict(request)
+            # Kept with the entry so that moving it (re-scoring) needs no Request
+            # rebuilt to find its fingerprint; request_from_dict ignores the key.
+            data[_FINGERPRINT_KEY] = fingerprint
+            return pickle.dumps(data, protocol=5)
         except (ValueError, TypeError, AttributeError, pickle.PicklingError):
             # A callback that is not a spider method cannot go to disk (as with
             # Scrapy's own JOBDIR queues): keep this one request in memory.
@@ -441,6 +448,8 @@ class FocusScheduler(BaseScheduler):
 
     def _fingerprint_of(self, data: dict[str, Any]) -> bytes:
         """The fingerprint of a stored request (a moved entry's new key is noted under it)."""
+        if _FINGERPRINT_KEY in data:
+            return data[_FINGERPRINT_KEY]
         request = request_from_dict(data, spider=self.spider)
         return self.crawler.request_fingerprinter.fingerprint(request)
 
