@@ -313,6 +313,33 @@ def test_ladder_without_history_starts_every_request_on_the_first_engine():
     assert ladder.stats.get_value("focus/ladder/escalate/http-chromium") == 8
 
 
+def test_slow_start_holds_new_domains_and_spares_those_whose_engine_is_given():
+    from scrapy_focus.frontier.politeness import politeness_for
+
+    ladder = ladder_middleware(FOCUS_ENGINE_DOMAINS={"given.example": "chromium"})
+    politeness = politeness_for(ladder.crawler)
+    assert politeness.concurrency("spa.example") == 1  # new: one request at a time
+    assert politeness.concurrency("given.example") == 8  # FOCUS_ENGINE_DOMAINS says
+    crawl_spa_pages(ladder, 1)  # escalated: the start engine was wrong
+    assert politeness.concurrency("spa.example") == 1
+    # A request that names its engine (meta, scrapy-playwright's) settles its domain.
+    request = Request("http://meta.example/a.html", meta={"focus_engine": "chromium"})
+    assert politeness.concurrency("meta.example") == 1
+    assert ladder.process_request(request) is None
+    page = article_page(1).encode()
+    ladder.process_response(request, HtmlResponse(request.url, body=page, request=request))
+    assert politeness.concurrency("meta.example") == 8
+    # Pages answered where history started them double the domain's share.
+    static = ladder_middleware()
+    politeness = politeness_for(static.crawler)
+    for n, share in enumerate((2, 4, 8, 8)):
+        request = Request(f"http://static.example/{n}.html")
+        assert static.process_request(request) is None
+        body = article_page(n).encode()
+        static.process_response(request, HtmlResponse(request.url, body=body, request=request))
+        assert politeness.concurrency("static.example") == share
+
+
 # -- the circuit breaker
 
 

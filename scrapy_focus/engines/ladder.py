@@ -163,9 +163,9 @@ class EngineLadderMiddleware:
         if meta.get("playwright"):
             return "chromium", "playwright-meta"
         domain = domain_of(request.url)
-        for suffix, engine in self.overrides.items():
-            if domain == suffix or domain.endswith("." + suffix):
-                return engine, "override"
+        engine = self._override(domain)
+        if engine is not None:
+            return engine, "override"
         if not self.learn:
             return self.order[0], "first"
         engine, probe = self.history.start_engine(domain)
@@ -276,6 +276,12 @@ class EngineLadderMiddleware:
             self._final_failure(domain)
         return escalated
 
+    def _override(self, domain: str) -> str | None:
+        for suffix, engine in self.overrides.items():
+            if domain == suffix or domain.endswith("." + suffix):
+                return engine
+        return None
+
     def _learning_limit(self, domain: str) -> int | None:
         """Requests in flight a domain may have while its start engine settles: a
         slow start.  FOCUS_HISTORY_LEARNING_CONCURRENCY at first, doubled by each
@@ -283,15 +289,21 @@ class EngineLadderMiddleware:
         the start after a page that had to escalate.  Otherwise a domain's first
         pages all leave on HTTP before any verdict can teach DomainHistory."""
         streak = self._streak.get(domain, 0)
-        if streak >= _SETTLED:
-            return None
+        if streak >= _SETTLED or self._override(domain) is not None:
+            return None  # settled, or FOCUS_ENGINE_DOMAINS says where to start
         return self.learning_concurrency << streak
 
     def _settle(self, request: Request, domain: str, final_engine: str) -> None:
         """A page got its final answer: was its start engine the right one?"""
         meta = request.meta
-        if meta.get("focus_start_reason") not in {"history", "first"}:
-            return  # probes, overrides and meta choices say nothing of the history
+        reason = meta.get("focus_start_reason")
+        if reason == "probe":
+            return  # a probe starts lower on purpose: it says nothing of the choice
+        if reason not in {"history", "first"}:
+            # The request said where to start (its meta, scrapy-playwright's): no
+            # history choice to check, and no reason to hold the domain back.
+            self._streak.setdefault(domain, _SETTLED)
+            return
         trace = meta.get("focus_trace") or []
         started = trace[0]["engine"] if trace else final_engine
         if started == final_engine:
