@@ -270,6 +270,10 @@ class CorpusStats:
     file_bytes: int  # size of data.mdb
 
 
+#: Opens retried when a writer grows the map at that very moment.
+_OPEN_ATTEMPTS = 5
+
+
 class CorpusDB:
     """An open corpus.  One writer process at a time; any number of readers.
 
@@ -296,23 +300,30 @@ class CorpusDB:
             raise CorpusError(f"no corpus at {self.path} (expected {self.path / 'data.mdb'})")
         if not readonly:
             self.path.mkdir(parents=True, exist_ok=True)
-        try:
-            self.env = lmdb.open(
-                str(self.path),
-                # A reader asks for the least; LMDB maps at least what the file
-                # records, and _read() adopts a writer's later growth.
-                map_size=1 << 20 if readonly else map_size,
-                max_dbs=len(_DB_NAMES),
-                readonly=readonly,
-                # fsync off still survives SIGKILL: committed pages are in the
-                # OS page cache. It only gives up durability across power loss.
-                sync=fsync,
-                metasync=fsync,
-                readahead=readahead,
-                max_readers=256,
-            )
-        except lmdb.Error as exc:
-            raise CorpusError(f"cannot open corpus at {self.path}: {exc}") from exc
+        for attempt in range(_OPEN_ATTEMPTS):
+            try:
+                self.env = lmdb.open(
+                    str(self.path),
+                    # A reader asks for the least; LMDB maps at least what the file
+                    # records, and _read() adopts a writer's later growth.
+                    map_size=1 << 20 if readonly else map_size,
+                    max_dbs=len(_DB_NAMES),
+                    readonly=readonly,
+                    # fsync off still survives SIGKILL: committed pages are in the
+                    # OS page cache. It only gives up durability across power loss.
+                    sync=fsync,
+                    metasync=fsync,
+                    readahead=readahead,
+                    max_readers=256,
+                )
+                break
+            except lmdb.MapResizedError as exc:
+                # A writer grew the map between the open reading its size and
+                # the open's first transaction: open again, at the new size.
+                if attempt + 1 == _OPEN_ATTEMPTS:
+                    raise CorpusError(f"cannot open corpus at {self.path}: {exc}") from exc
+            except lmdb.Error as exc:
+                raise CorpusError(f"cannot open corpus at {self.path}: {exc}") from exc
         self._resize_lock = threading.Lock()
         if readonly:
             try:
