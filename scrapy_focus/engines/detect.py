@@ -15,6 +15,7 @@ the same (a vendor's 429 challenge, e.g. DataDome's, is still a block).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -93,27 +94,24 @@ def title_of(html: str) -> str:
 def visible_text_chars(html: str, limit: int | None = None) -> int:
     """Characters of visible text (whitespace collapsed) in the first 500,000 of *html*.
 
-    With *limit*, the count stops as soon as it is known to exceed it (and returns
-    a number above it): a real page shows its first words within a few kilobytes,
-    and counting the rest was most of the detectors' cost on the reactor thread."""
+    With *limit*, the count stops as soon as it exceeds it (and returns a number
+    above it): a real page shows its first words within a few kilobytes, and
+    counting the rest was most of the detectors' cost on the reactor thread."""
     body = html[:500_000]
-    if limit is None:
-        return len(_SPACES.sub(" ", _TAGS.sub(" ", body)).strip())
-    pieces: list[str] = []
-    rough = 0
+    count = 0
     position = 0
-    for match in _TAGS.finditer(body):
-        piece = body[position : match.start()]
-        position = match.end()
-        pieces.append(piece)
-        rough += len(piece)
-        if rough > limit:
-            # The text so far, normalised, only grows with what follows.
-            count = len(_SPACES.sub(" ", " ".join(pieces)).strip())
-            if count > limit:
+    # The text between tags, each run of spaces one space: the pieces' own
+    # lengths, plus one space between two non-empty pieces.
+    for match in itertools.chain(_TAGS.finditer(body), (None,)):
+        end = match.start() if match is not None else len(body)
+        piece = _SPACES.sub(" ", body[position:end]).strip()
+        if piece:
+            count += len(piece) + (1 if count else 0)
+            if limit is not None and count > limit:
                 return count
-    pieces.append(body[position:])
-    return len(_SPACES.sub(" ", " ".join(pieces)).strip())
+        if match is not None:
+            position = match.end()
+    return count
 
 
 def vendor_challenge(page: Page) -> str | None:
