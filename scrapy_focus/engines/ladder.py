@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -212,8 +213,13 @@ class EngineLadderMiddleware:
             return response  # not an attempt this ladder started (another middleware's answer)
         seconds = meta.pop("focus_fetch_seconds", None) or time.monotonic() - started
         extraction = meta.get("focus_extraction")
-        page = page_of(response, extraction.text_chars if extraction is not None else None)
-        verdict = judge(page, self.min_chars, meta.pop("focus_prejudged", None))
+        text_chars = extraction.text_chars if extraction is not None else None
+        prejudged = meta.pop("focus_prejudged", None)  # the page, decoded once, and its verdict
+        if prejudged is not None:
+            page, before = replace(prejudged[0], text_chars=text_chars), prejudged[1]
+        else:
+            page, before = page_of(response, text_chars), None
+        verdict = judge(page, self.min_chars, before)
         domain = domain_of(request.url)
         self._trace(
             request,

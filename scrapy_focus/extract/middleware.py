@@ -137,8 +137,9 @@ class ExtractionMiddleware:
             self.stats.inc_value(f"focus/extract/skipped/{skip}")
             return response
         if meta.get("focus_escalable") and "cached" not in response.flags:
-            verdict = prejudge(page_of(response))
-            meta["focus_prejudged"] = verdict  # the ladder reuses it
+            page = page_of(response)
+            verdict = prejudge(page)
+            meta["focus_prejudged"] = (page, verdict)  # the ladder finishes the judgement
             if verdict.escalate:
                 meta["focus_extraction_failure"] = verdict.kind
                 self.stats.inc_value(f"focus/extract/skipped/{verdict.kind}")
