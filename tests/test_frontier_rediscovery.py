@@ -3,6 +3,9 @@ still waiting in the frontier, found again from a page on the topic, moves up.""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +24,9 @@ class _Spider(Spider):
         pass
 
 
-@pytest.fixture
-def scheduler(tmp_path):
+@contextmanager
+def open_scheduler(tmp_path: Path, **settings: Any) -> Iterator[FocusScheduler]:
+    """A FocusScheduler with a topic and only the frontier on, opened, closed after."""
     crawler = get_crawler(
         _Spider,
         {
@@ -36,14 +40,23 @@ def scheduler(tmp_path):
             "FOCUS_TOPIC": "concurrent execution with threads, processes and locks",
             "DOWNLOAD_DELAY": 0,
             "CONCURRENT_REQUESTS_PER_DOMAIN": 1000,
+            **settings,
         },
     )
     spider = crawler.spider = crawler._create_spider()
     crawler.engine = crawler._create_engine()
     scheduler = FocusScheduler.from_crawler(crawler)
     scheduler.open(spider)
-    yield scheduler
-    scheduler.close("finished")
+    try:
+        yield scheduler
+    finally:
+        scheduler.close("finished")
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    with open_scheduler(tmp_path) as scheduler:
+        yield scheduler
 
 
 def link(path: str, parent: str, relevance: float, anchor: str) -> Request:
@@ -99,30 +112,11 @@ def test_a_page_already_taken_is_not_queued_again(scheduler):
 
 
 def test_a_way_to_the_page_beyond_the_depth_limit_is_not_taken(tmp_path):
-    crawler = get_crawler(
-        _Spider,
-        {
-            "ADDONS": {"scrapy_focus.Addon": 500},
-            "FOCUS_CORPUS_ENABLED": False,
-            "FOCUS_EXTRACT_ENABLED": False,
-            "FOCUS_CONTRACT_ENABLED": False,
-            "FOCUS_LADDER_ENABLED": False,
-            "FOCUS_LOG_INTERVAL": 0,
-            "FOCUS_TOPIC": "concurrent execution with threads, processes and locks",
-            "FOCUS_MAX_DEPTH": 1,
-        },
-    )
-    crawler.spider = crawler._create_spider()
-    crawler.engine = crawler._create_engine()
-    scheduler = FocusScheduler.from_crawler(crawler)
-    scheduler.open(crawler.spider)
-    try:
+    with open_scheduler(tmp_path, FOCUS_MAX_DEPTH=1) as scheduler:
         scheduler.enqueue_request(link("/sched.html", "/modindex.html", 0.05, "sched"))
         deeper = link("/sched.html", "/concurrency.html", 0.9, "sched: threads")
         deeper.meta["depth"] = deeper.meta["focus"]["depth"] = 2
         scheduler.enqueue_request(deeper)
-        assert crawler.stats.get_value("focus/frontier/raised") is None
+        assert scheduler.crawler.stats.get_value("focus/frontier/raised") is None
         (taken,) = drain(scheduler)
         assert taken.meta["depth"] == 1
-    finally:
-        scheduler.close("finished")
