@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
+from provenance import git_commit
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import load_object
@@ -873,26 +874,6 @@ def machine(load_at_start: tuple[float, ...]) -> str:
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
         f"Scrapy {scrapy.__version__}"
     )
-
-
-def git_commit() -> str:
-    """The commit measured, marked when scrapy_focus/ differs from it."""
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", "scrapy_focus"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-    return head + (" with uncommitted changes in scrapy_focus/" if dirty else "")
 
 
 def report(

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance import git_commit
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
@@ -681,25 +682,6 @@ def pct(part: float, whole: float) -> str:
 
 def load_text(load: tuple[float, ...]) -> str:
     return "/".join(f"{value:.1f}" for value in load)
-
-
-def git_commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", "scrapy_focus"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-    return head + (" with uncommitted changes in scrapy_focus/" if dirty else "")
 
 
 def browser_versions(args: argparse.Namespace) -> str:

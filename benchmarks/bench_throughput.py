@@ -62,6 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance import git_commit
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -498,7 +500,9 @@ def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
 
 
 def report(results: list[RunResult], args: argparse.Namespace, load_at_start: tuple) -> str:
-    lines = [f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, {git_commit()}; {machine(load_at_start)}."]
+    lines = [
+        f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, commit {git_commit()}; {machine(load_at_start)}."
+    ]
     lines.append("")
     lines.append(f"Command: `{' '.join(['.venv/bin/python', *sys.argv])}`")
     for site in dict.fromkeys(r.site for r in results):
@@ -606,25 +610,6 @@ def _commit(path: str) -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return path
-
-
-def git_commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", "scrapy_focus"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "commit ?"
-    return f"commit {head}" + (" with uncommitted changes in scrapy_focus/" if dirty else "")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
