@@ -472,9 +472,10 @@ def run_one(
 # -- the parent: one subprocess per run, the report ---------------------------------------
 
 
-def child(args: argparse.Namespace) -> int:
-    result = run_one(
-        args.child,
+def run_from_args(args: argparse.Namespace, kind: str) -> RunResult:
+    """One run of *kind* at the first size, as the command line asks."""
+    return run_one(
+        kind,
         args.sizes[0],
         args.hosts,
         args.drain[0],
@@ -484,6 +485,10 @@ def child(args: argparse.Namespace) -> int:
         args.seed,
         args.focus_scheduler,
     )
+
+
+def child(args: argparse.Namespace) -> int:
+    result = run_from_args(args, args.child)
     print("RESULT " + json.dumps(result.__dict__))
     return 0
 
@@ -786,17 +791,7 @@ def breakdown(n: int, hosts: int, workdir: Path, seed: int = 1) -> list[tuple[st
 def profile(args: argparse.Namespace) -> int:
     profiler = cProfile.Profile()
     profiler.enable()
-    result = run_one(
-        args.profile,
-        args.sizes[0],
-        args.hosts,
-        args.drain[0],
-        args.drain_seconds,
-        args.workdir,
-        args.topic,
-        args.seed,
-        args.focus_scheduler,
-    )
+    result = run_from_args(args, args.profile)
     profiler.disable()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
