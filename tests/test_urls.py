@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import random
 import weakref
 
 import pytest
@@ -36,6 +37,39 @@ from scrapy_focus.urls import (
 )
 def test_canonical_form(url, canonical):
     assert canonicalize_url(url) == canonical
+
+
+def test_plain_url_shortcut_gives_what_the_full_canonicalisation_gives():
+    # canonicalize_url skips w3lib for plain URLs; on URLs built from the pieces
+    # that matter to either path (case, ports, dot segments, escapes, IDNA,
+    # parameters, queries, fragments), both must agree.
+    rng = random.Random(7)
+    schemes = ["http", "https", "HTTP", "Https", "ftp"]
+    hosts = "example.com Example.COM a-b.c0 xn--bcher-kva.de XN--BCHER-KVA.de bücher.de".split()
+    hosts += "127.0.0.1 [::1] a..b host a.b. -x.com".split()
+    ports = ["", "", "", ":80", ":443", ":8080", ":080", ":0", ":65535", ":99999", ":x", ":"]
+    # The first 19 pieces need no escaping; the rest are what the shortcut must refuse.
+    pieces = [*"aB0-_.~!$&'()*+,=:@", "..", "%41", "%7e", "%zz", "%", ";p", "é", " "]
+    pieces += [*'|[]"<{^`\\', ".well-known", "index.html"]
+    tails = ["", "", "", "?b=2&a=1", "?q=a+b", "?", "#top", "#", "?utm_source=x&id=1#f"]
+    plain = 0
+    for _ in range(6000):
+        alphabet = pieces if rng.random() < 0.5 else pieces[:19]
+        segments = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+            for _ in range(rng.randint(0, 4))
+        ]
+        path = "".join("/" + segment for segment in segments)
+        if rng.random() < 0.1:
+            path += "/"
+        url = (
+            f"{rng.choice(schemes)}://{rng.choice(hosts)}{rng.choice(ports)}{path}"
+            f"{rng.choice(tails)}"
+        )
+        expected = urls._canonicalize_parsed(url, urls.DEFAULT_TRACKING_PARAMS)
+        assert canonicalize_url(url) == expected, url
+        plain += urls._PLAIN_URL.fullmatch(url) is not None
+    assert plain > 200  # the shortcut was taken, not only the full pass
 
 
 def test_malformed_url_gets_a_stable_key_instead_of_an_exception():
