@@ -86,7 +86,7 @@ class LmdbFrontierStore:
         self,
         directory: str | Path | None,
         map_size: int = 1 << 40,
-        commit_every: int = 2000,
+        commit_every: int = 20000,
         commit_interval: float = 1.0,
     ) -> None:
         # 1 TiB of address space, not of disk: the file grows with the data, and
