@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 from scrapy_focus.frontier.store_local import LmdbFrontierStore
@@ -140,3 +141,28 @@ def test_variants_beyond_the_limit_are_refused_and_known_ones_accepted(tmp_path)
     reopened = LmdbFrontierStore(tmp_path / "f")
     assert reopened.variant_add("h/search", "q=4", 3) is False  # kept across a resume
     reopened.close()
+
+
+def test_a_killed_crawls_temporary_store_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    # Without JOBDIR the store is a temporary directory named after its process;
+    # a SIGKILL leaves it behind, and the next store opened removes it, never the
+    # store of a process still running.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = tmp_path / f"focus-frontier-{int(finished.stdout)}-x1"
+    running = tmp_path / f"focus-frontier-{os.getpid()}-x2"
+    unnamed = tmp_path / "focus-frontier-x3"  # an older name: whose it is is unknown
+    for directory in (dead, running, unnamed):
+        directory.mkdir()
+    store = LmdbFrontierStore(None)
+    assert store.path.parent == tmp_path
+    assert store.path.name.startswith(f"focus-frontier-{os.getpid()}-")
+    assert not dead.exists()
+    assert running.exists() and unnamed.exists()
+    store.close()
+    assert not store.path.exists()

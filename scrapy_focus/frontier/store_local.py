@@ -1,7 +1,8 @@
 """The frontier's store on one machine: LMDB on disk, bounded memory.
 
 With ``JOBDIR`` the store lives in ``<JOBDIR>/focus-frontier`` and survives the
-process (SIGKILL included); without, in a temporary directory removed at close.
+process (SIGKILL included); without, in a temporary directory removed at close
+(or, after a SIGKILL, by the next crawl that starts: the name holds its pid).
 One mechanism either way, so a crawl of ten million pending URLs needs no
 more memory than one of ten.
 
@@ -38,6 +39,7 @@ not the platter; the machine losing power may lose more.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import struct
 import tempfile
@@ -54,6 +56,29 @@ _COUNT = struct.Struct(">Q")
 _KEY = struct.Struct(">IIIQ")  # host id, inverted priority, inverted score, sequence
 _PRIORITY_OFFSET = 2**31
 _SCORE_SCALE = 2**32 - 1
+
+
+_TEMPORARY_PREFIX = "focus-frontier-"
+
+
+def _temporary_directory() -> Path:
+    """A store for a crawl without JOBDIR, named after this process; first removes the
+    stores of crawls that were killed, which a SIGKILL gave no chance to clean up."""
+    for stale in Path(tempfile.gettempdir()).glob(f"{_TEMPORARY_PREFIX}*-*"):
+        owner = stale.name[len(_TEMPORARY_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{_TEMPORARY_PREFIX}{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -92,11 +117,7 @@ class LmdbFrontierStore:
         # 1 TiB of address space, not of disk: the file grows with the data, and
         # no other process maps it, so there is no reason to grow it by steps.
         self._temporary = directory is None
-        self.path = (
-            Path(tempfile.mkdtemp(prefix="focus-frontier-"))
-            if directory is None
-            else Path(directory)
-        )
+        self.path = _temporary_directory() if directory is None else Path(directory)
         self.path.mkdir(parents=True, exist_ok=True)
         self.env = lmdb.open(
             str(self.path),
