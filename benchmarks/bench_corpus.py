@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
+from processes import run_tree
 from provenance import git_commit
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
@@ -806,27 +807,24 @@ def run_crawl(
         command += ["-s", f"{name}={text}"]
     pythonpath = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
-    children_before = _cpu(resource.RUSAGE_CHILDREN)
     self_before = _cpu(resource.RUSAGE_SELF)
-    start = time.perf_counter()
-    proc = subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - start
+    output = workdir / f"output-{_slug(label)}.txt"
+    with output.open("w") as out:
+        # The whole process tree: RUSAGE_CHILDREN misses the extraction workers.
+        run = run_tree(command, cwd=workdir, env=env, stdout=out)
     farm_cpu = _cpu(resource.RUSAGE_SELF) - self_before
-    crawler_cpu = _cpu(resource.RUSAGE_CHILDREN) - children_before
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr[-4000:])
+    if run.returncode != 0:
+        sys.stderr.write(output.read_text(errors="replace")[-4000:])
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     return CrawlResult(
         label,
         int(stats.get("response_received_count", 0)),
-        wall,
+        run.wall_s,
         float(stats.get("elapsed_time_seconds", 0.0)),
-        crawler_cpu,
+        run.cpu_s,
         farm_cpu,
         int(stats.get("httpcache/hit", 0)),
-        proc.returncode,
+        run.returncode,
         stats,
     )
 
@@ -1048,9 +1046,9 @@ def report(
             ),
             "",
             "CPU columns: CPU seconds / wall seconds (100% = one core); the crawler's "
-            "includes the worker processes it started and waited for. Pages per crawler "
-            "CPU second is the figure that holds when other processes share the CPUs (a "
-            "crawler CPU well below 100% means it was waiting for a CPU or for the farm). "
+            "counts the crawl process and every process it started (extraction workers "
+            "and their forkserver, sampled every 0.1 s). Pages per crawler CPU second is "
+            "the figure that holds when other processes share the CPUs. "
             + (
                 "The farm used close to a full core in some run: it may be the bottleneck there."
                 if farm_busy > 0.85

@@ -55,13 +55,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from processes import run_tree
 from provenance import git_commit
 
 REPO = Path(__file__).resolve().parent.parent
@@ -202,27 +202,6 @@ def command_for(spec: RunSpec, start_url: str, topic: str, limit: int, workdir: 
     return command
 
 
-def _sample(root: Any, cpu: dict[int, float]) -> tuple[int, int]:
-    """RSS of *root* and of its whole tree; records each process's CPU seconds in *cpu*."""
-    import psutil
-
-    try:
-        processes = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0, 0
-    main = total = 0
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            with process.oneshot():
-                rss = process.memory_info().rss
-                times = process.cpu_times()
-            cpu[process.pid] = times.user + times.system
-            total += rss
-            if process is root:
-                main = rss
-    return main, total
-
-
 def run_once(
     spec: RunSpec,
     site: str,
@@ -233,7 +212,6 @@ def run_once(
     workdir: Path,
     profile_dir: Path | None = None,
 ) -> RunResult:
-    import psutil
 
     workdir.mkdir(parents=True, exist_ok=True)
     stats_file = workdir / "stats.json"
@@ -253,29 +231,8 @@ def run_once(
         "FOCUS_TEST_STATS_FILE": str(stats_file),
     }
     load_start = os.getloadavg()[0]
-    started = time.perf_counter()
-    log = (workdir / "crawl.log").open("w")
-    proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
-    root = psutil.Process(proc.pid)
-    peak_main = peak_tree = 0
-    cpu_seen: dict[int, float] = {}  # pid → CPU seconds at its last sample
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            returncode = os.waitstatus_to_exitcode(status)
-            break
-        main, tree = _sample(root, cpu_seen)
-        peak_main, peak_tree = max(peak_main, main), max(peak_tree, tree)
-        time.sleep(0.1)
-    wall = time.perf_counter() - started
-    proc.returncode = returncode
-    log.close()
-    # CPU: the crawl process from wait4 (exact); the processes it started (extraction
-    # workers, the forkserver) from their last sample: the forkserver, not the crawl,
-    # reaps the workers, so wait4 does not count them.
-    crawl_cpu = usage.ru_utime + usage.ru_stime
-    cpu = crawl_cpu + sum(v for k, v in cpu_seen.items() if k != proc.pid)
-    peak_main = max(peak_main, usage.ru_maxrss * 1024)
+    with (workdir / "crawl.log").open("w") as log:
+        run = run_tree(command, cwd=workdir, env=env, stdout=log)
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     items_file = workdir / "items.jsonl"
     items = sum(1 for _ in items_file.open()) if items_file.exists() else 0
@@ -286,16 +243,16 @@ def run_once(
         round=round_,
         pages=int(stats.get("response_received_count", 0)),
         items=items,
-        wall_s=wall,
-        cpu_s=cpu,
-        crawl_cpu_s=crawl_cpu,
-        peak_rss_main=peak_main,
-        peak_rss_tree=peak_tree,
+        wall_s=run.wall_s,
+        cpu_s=run.cpu_s,
+        crawl_cpu_s=run.crawl_cpu_s,
+        peak_rss_main=run.peak_rss_main,
+        peak_rss_tree=run.peak_rss_tree,
         load_start=load_start,
         load_end=os.getloadavg()[0],
-        returncode=returncode,
+        returncode=run.returncode,
         stats=stats,
-        log_tail=log_text[-3000:] if returncode else "",
+        log_tail=log_text[-3000:] if run.returncode else "",
     )
 
 
