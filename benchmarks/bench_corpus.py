@@ -53,7 +53,7 @@ from typing import Any
 
 import scrapy
 from processes import run_tree
-from provenance import git_commit
+from provenance import git, git_commit
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import load_object
@@ -670,12 +670,7 @@ def _real_page_folders() -> list[Path]:
     """The real page sets in ``shared/data`` beside the checkout (or its main worktree)."""
     roots = [REPO.parent]
     try:
-        common = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        common = git("rev-parse", "--path-format=absolute", "--git-common-dir")
         roots.append(Path(common).parent.parent)
     except (OSError, subprocess.CalledProcessError):
         pass

@@ -72,6 +72,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provenance import git_commit
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -518,7 +520,7 @@ def spawn(kind: str, n: int, drain: int, args: argparse.Namespace) -> RunResult:
     ]
     started = time.monotonic()
     started_at = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    commit = git_state()
+    commit = git_commit()
     print(f"  {SCHEDULERS[kind]}, N={n:,} ...", file=sys.stderr, flush=True)
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -546,28 +548,6 @@ def breakdown_report(args: argparse.Namespace) -> str:
     ]
     lines += [f"| {name} | {micros:.1f} |" for name, micros in json.loads(line[7:])]
     return "\n".join(lines)
-
-
-def git_state() -> str:
-    """The commit the run measures, and whether scrapy_focus/ had changes on top."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "scrapy_focus"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}{' + uncommitted scrapy_focus/ changes' if dirty else ''}"
 
 
 def rate(count: int, seconds: float) -> float:

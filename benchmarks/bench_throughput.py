@@ -212,7 +212,6 @@ def run_once(
     workdir: Path,
     profile_dir: Path | None = None,
 ) -> RunResult:
-
     workdir.mkdir(parents=True, exist_ok=True)
     stats_file = workdir / "stats.json"
     command = command_for(spec, start_url, topic, limit, workdir)

@@ -8,21 +8,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def git(*args: str) -> str:
+    """Output of ``git -C <repo> ARGS``; raises OSError or CalledProcessError."""
+    return subprocess.run(
+        ["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def git_commit() -> str:
     """The commit measured, marked when scrapy_focus/ differs from it; "?" outside git."""
     try:
-        head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", "scrapy_focus"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "scrapy_focus")
     except (OSError, subprocess.CalledProcessError):
         return "?"
     return head + (" with uncommitted changes in scrapy_focus/" if dirty else "")
