@@ -226,8 +226,8 @@ class FocusScheduler(BaseScheduler):
         best = self._best.get(host)
         if best is None or key < best:
             self._place(host)  # new host, or a better best entry: re-rank it
-        # focus/frontier/size follows dequeues and close, not every enqueue: a
-        # second stats call per request is 5% of an enqueue.
+        # focus/frontier/size follows dequeues and close, not every enqueue: in a
+        # py-spy profile of enqueue, the two stats calls per request took 10%.
         self.stats.inc_value("focus/frontier/enqueued")
         return True
 
