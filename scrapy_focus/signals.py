@@ -5,10 +5,38 @@
     spider callback runs).  The scheduler counts relevant pages and trains
     the link model from it.
 
-``page_done(request)``
-    Everything the spider yielded for *request*'s response has been handed to
-    the engine: the frontier can forget its lease on *request*.
+``page_done(request, output)``
+    The spider's output for *request*'s response is exhausted.  *output*
+    (a :class:`PageOutput`, or None when the callback raised before yielding)
+    counts the requests it yielded that have not reached the scheduler yet:
+    Scrapy hands them to the engine later (``Scraper`` buffers a callback's
+    output), and the frontier keeps its lease on *request* until the last of
+    them is enqueued, so a crawl killed in between reads the page again.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 page_scored = object()
 page_done = object()
+
+#: The ``Request.meta`` key that ties a yielded request to its page's
+#: :class:`PageOutput`; the scheduler removes it on enqueue.
+PAGE_OUTPUT_KEY = "_focus_page_output"
+
+
+class PageOutput:
+    """The requests one response's callback yielded that the scheduler has not
+    received yet (``pending``), and whether the callback has finished."""
+
+    __slots__ = ("complete", "pending", "request")
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.pending = 0
+        self.complete = False
+
+    def yielded(self, child: Any) -> None:
+        self.pending += 1
+        child.meta[PAGE_OUTPUT_KEY] = self

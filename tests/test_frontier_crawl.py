@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.frontier.store_local import LmdbFrontierStore
 from tests.crawl import run_crawl, run_focus_crawl
 from tests.farm import SECTIONS, TOPIC_PAGES
 
@@ -233,6 +234,48 @@ def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(farm
         assert fetched[path] == 1, path  # in the corpus at the kill: never fetched again
     with Corpus(corpus_dir) as corpus:
         assert {page.url for page in corpus} >= {farm.url(f"/graph/{n}.html") for n in nodes}
+
+
+def test_a_kill_right_after_a_page_is_done_loses_none_of_its_links(farm, tmp_path):
+    # Scrapy enqueues a callback's requests after the callback has finished (its
+    # scraper buffers the output): the crawl is killed in between, with the
+    # frontier's writes committed.  The page must still be leased, so the resumed
+    # crawl reads it again and finds its links.
+    nodes = {0} | set(range(1, 11)) | set(range(11, 111))
+    settings = {
+        "JOBDIR": str(tmp_path / "job"),
+        "FOCUS_MAX_DEPTH": 2,
+        "CONCURRENT_REQUESTS": 1,
+    }
+    since = time.monotonic()
+    killed = run_focus_crawl(
+        tmp_path,
+        [farm.url("/graph/0.html")],
+        None,
+        {
+            **settings,
+            "EXTENSIONS": {
+                "tests.stats_dump.StatsToFile": 0,
+                "tests.kill_switch.KillAfterPageDone": 0,
+            },
+            "FOCUS_TEST_KILL_AFTER": "/graph/1.html",
+        },
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.log[-3000:]
+    first = {path for _, _, path in network_log(farm, since)}
+    assert "/graph/1.html" in first and "/graph/11.html" not in first
+
+    resumed = run_focus_crawl(tmp_path, [farm.url("/graph/0.html")], None, settings)
+    assert resumed.returncode == 0, resumed.log[-3000:]
+    assert resumed.stats["finish_reason"] == "finished"
+    fetched = {path for _, _, path in network_log(farm, since) if path.startswith("/graph/")}
+    assert {f"/graph/{n}.html" for n in nodes} <= fetched
+    # Every page's lease was released: reopening the store puts none back in line.
+    store = LmdbFrontierStore(tmp_path / "job" / "focus-frontier")
+    try:
+        assert len(store) == 0
+    finally:
+        store.close()
 
 
 def test_topics_site_is_what_the_tests_assume():

@@ -13,8 +13,10 @@ A spider middleware, so any spider gains it:
   shark-search inheritance and the distance from the last relevant ancestor;
 * page items without a relevance get it;
 * when the callback's output is exhausted it sends
-  :data:`~scrapy_focus.signals.page_done`, which releases the frontier's
-  lease on the request.
+  :data:`~scrapy_focus.signals.page_done` with a
+  :class:`~scrapy_focus.signals.PageOutput` counting the requests the
+  scheduler has yet to receive; the frontier releases its lease on the
+  request once it has them all.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
+from scrapy.utils.misc import load_object
 
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, model_for
+from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
+from scrapy_focus.signals import PageOutput
 from scrapy_focus.urls import canonicalize_url
 
 if TYPE_CHECKING:
@@ -136,6 +141,9 @@ class LinkContextMiddleware:
         self.crawler = crawler
         self.model: FocusModel = model_for(crawler)
         self.stats = crawler.stats
+        # Only the frontier takes the PageOutput out of a request's meta; another
+        # scheduler (a user's own) would store it with the request.
+        self.track_output = issubclass(load_object(crawler.settings["SCHEDULER"]), FocusScheduler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -168,27 +176,34 @@ class LinkContextMiddleware:
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
     ) -> AsyncIterator[Any]:
         anchors: dict[str, dict[str, str]] | None = None
+        output = PageOutput(response.request) if self.track_output else None
         try:
             async for entry in result:
                 if isinstance(entry, Request):
                     if anchors is None:
                         anchors = anchors_of(response) if isinstance(response, TextResponse) else {}
                     self._attach(entry, response, anchors)
+                    if output is not None:
+                        output.yielded(entry)
                 elif isinstance(entry, PageItem) and entry.relevance is None:
                     entry.relevance = response.meta.get("focus_relevance")
                 yield entry
         finally:
-            self._done(response)
+            if output is not None:
+                output.complete = True
+            self._done(response, output)
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Any = None
     ) -> Iterable[Any] | None:
-        self._done(response)
+        self._done(response, None)
         return None
 
-    def _done(self, response: Response) -> None:
+    def _done(self, response: Response, output: PageOutput | None) -> None:
         if response.request is not None:
-            self.crawler.signals.send_catch_log(focus_signals.page_done, request=response.request)
+            self.crawler.signals.send_catch_log(
+                focus_signals.page_done, request=response.request, output=output
+            )
 
     def _attach(self, request: Request, response: Response, anchors: dict) -> None:
         given = request.meta.get("focus") or {}

@@ -45,6 +45,7 @@ from scrapy_focus import signals as focus_signals
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, politeness_for
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
+from scrapy_focus.signals import PAGE_OUTPUT_KEY, PageOutput
 from scrapy_focus.urls import Scope, host_of
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ class FocusScheduler(BaseScheduler):
         self._dispatched: dict[int, tuple[str, bytes, bytes]] = {}
         self._dispatched_pages: dict[bytes, int] = {}  # fingerprint → id(request) in flight
         self._leases: dict[bytes, bytes] = {}  # fingerprint → lease key
+        # fingerprint → the output of a page whose callback has finished but whose
+        # requests have not all reached enqueue_request yet: its lease waits for them
+        self._awaiting: dict[bytes, PageOutput] = {}
         self._host_pages: Counter[str] = Counter()
         self._method_names: dict[Any, str] = {}  # spider method function -> its name
         self._fetched = 0
@@ -190,6 +194,13 @@ class FocusScheduler(BaseScheduler):
         return len(self.store) if self.store is not None else 0
 
     def enqueue_request(self, request: Request) -> bool:
+        output = request.meta.pop(PAGE_OUTPUT_KEY, None)
+        enqueued = self._enqueue(request)
+        if output is not None:
+            self._received(output)
+        return enqueued
+
+    def _enqueue(self, request: Request) -> bool:
         store = self._store()
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
         # Every request marks its page seen (seeds and re-fetches too, so a link
@@ -546,12 +557,29 @@ class FocusScheduler(BaseScheduler):
             self.stats.set_value("focus/pages_fetched", self._fetched)
             self._check_stop()
 
-    def _page_done(self, request: Request) -> None:
+    def _page_done(self, request: Request, output: PageOutput | None = None) -> None:
+        """A page's callback has finished.  Its lease goes when every request it
+        yielded is in the frontier, never before: Scrapy's scraper buffers a
+        callback's output and enqueues it later, and an acknowledgement committed
+        ahead of those pushes would lose them to a kill in between."""
         if self.store is None:
             return
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        if output is not None and output.pending > 0:
+            self._awaiting[fingerprint] = output  # the last of them to arrive acknowledges
+        elif fingerprint not in self._awaiting:
+            self._ack(fingerprint)
+
+    def _received(self, output: PageOutput) -> None:
+        output.pending -= 1
+        if output.complete and output.pending <= 0:
+            fingerprint = self.crawler.request_fingerprinter.fingerprint(output.request)
+            if self._awaiting.pop(fingerprint, None) is output:
+                self._ack(fingerprint)
+
+    def _ack(self, fingerprint: bytes) -> None:
         lease = self._leases.pop(fingerprint, None)
-        if lease is not None:
+        if lease is not None and self.store is not None:
             self.store.ack(lease)
 
     def _page_scored(self, response: Response, relevance: float | None) -> None:
