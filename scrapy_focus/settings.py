@@ -206,6 +206,7 @@ FOCUS_BROWSER_MAX_PAGES = 4  # open pages per browser context
 FOCUS_BROWSER_CONTEXT_PAGES = 100  # a context is recycled after this many pages
 FOCUS_BROWSER_NAVIGATION_TIMEOUT = 30.0  # seconds
 FOCUS_BROWSER_BLOCK_RESOURCES = True  # no images, media, fonts, known trackers
+FOCUS_BROWSER_REUSE_PAGES = True  # a page that answered serves the next download
 #: Seconds a browser engine gives a JavaScript challenge (a 403/429/503 page
 #: with scripts) to clear itself and reload; 0: take the first answer.
 FOCUS_BROWSER_CHALLENGE_WAIT = 10.0

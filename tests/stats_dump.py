@@ -11,23 +11,31 @@ from scrapy.crawler import Crawler
 
 
 class StatsToFile:
+    """Writes the crawl's final stats, as Scrapy dumps them (after every spider_closed
+    receiver has finished: some close things asynchronously and count them)."""
+
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.reason: str | None = None
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StatsToFile:
         return cls(crawler)
 
     def spider_closed(self, spider: Any, reason: str) -> None:
+        self.reason = reason
+
+    def engine_stopped(self) -> None:
         path = os.environ.get("FOCUS_TEST_STATS_FILE")
-        if not path:
+        if not path or self.reason is None:
             return
         stats = {
             key: value
             for key, value in self.crawler.stats.get_stats().items()
             if isinstance(value, (int, float, str))
         }
-        stats["finish_reason"] = reason
+        stats["finish_reason"] = self.reason
         with open(path, "w") as out:
             json.dump(stats, out)

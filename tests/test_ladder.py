@@ -25,7 +25,7 @@ import pytest
 
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.engines.handler import camoufox_browser
-from tests.crawl import CrawlResult, run_focus_crawl
+from tests.crawl import CrawlResult, run_crawl, run_focus_crawl
 from tests.hostile import (
     FLAKY_RETRY_AFTER,
     RETRY_AFTER,
@@ -376,9 +376,14 @@ def test_every_escalation_is_counted_and_none_passes_the_last_engine(ladder):
     assert "focus/ladder/escalate/stealth-" not in " ".join(stats)
 
 
-def test_browser_pages_are_closed_bounded_and_contexts_recycled(ladder):
+def test_browser_pages_are_reused_closed_bounded_and_contexts_recycled(ladder):
     stats = ladder.stats
-    assert stats["playwright/page_count"] >= len(SPA_LEARNT) + 4
+    downloads = sum(stats.get(f"focus/engine/{e}/requests", 0) for e in ("chromium", "stealth"))
+    reused = sum(stats.get(f"focus/engine/{e}/pages_reused", 0) for e in ("chromium", "stealth"))
+    assert downloads >= len(SPA_LEARNT) + 4
+    # Each browser download opened a page or took one an earlier download left open.
+    assert reused >= 1
+    assert stats["playwright/page_count"] + reused >= downloads
     assert stats["playwright/page_count/closed"] == stats["playwright/page_count"]
     assert stats["playwright/page_count/max_concurrent"] <= SETTINGS["FOCUS_BROWSER_MAX_PAGES"]
     assert stats["focus/engine/chromium/contexts_recycled"] >= 1
@@ -497,8 +502,9 @@ def test_missing_firefox_skips_the_stealth_engine_cleanly(hostile, tmp_path):
     (version,) = result.versions(ua.url("/article/2.html"))
     assert (version.status, version.engine) == (403, "chromium")
     assert engines_used(result, slow, "/timeout/2.html") == ["http", "chromium"]
-    # A page that failed in the browser was closed all the same.
-    assert stats["playwright/page_count/closed"] == stats["playwright/page_count"] >= 2
+    # A page that failed in the browser was closed all the same (one page may have
+    # served both downloads: a page that answered, with a 403 too, is kept for the next).
+    assert stats["playwright/page_count/closed"] == stats["playwright/page_count"] >= 1
     assert "firefox-esr" not in result.seen
     assert result.leftovers == {}
 
@@ -547,3 +553,36 @@ def test_retries_reach_the_site_with_the_ladder_off(hostile, tmp_path):
     assert [hit.status for hit in result.hits(site, path)] == [503, 200]
     item = result.item(site.url(path))
     assert (item["status"], item["state"]) == (200, "accepted")
+
+
+# -- pages the user drives ---------------------------------------------------------------
+
+
+def test_a_page_the_spider_drives_is_its_own_and_other_pages_are_reused(farm, tmp_path):
+    plain = [farm.url(f"/articles/{n}.html") for n in range(1, 5)]
+    driven = [farm.url("/articles/7.html")]
+    result = run_crawl(
+        tmp_path,
+        [],
+        {
+            **SETTINGS,
+            "CONCURRENT_REQUESTS": 1,
+            "FOCUS_CORPUS_DIR": str(tmp_path / "corpus"),
+            "FOCUS_BROWSER_CONTEXT_PAGES": 100,
+        },
+        spider="browser_page_spider.py",
+        args={"urls": ",".join(driven), "plain": ",".join(plain)},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    items = {item["url"]: item for item in result.items}
+    # The spider got a live page of its own, and closed it.
+    (mine,) = [items[url] for url in driven]
+    assert mine["title"] and mine["closed"] is True
+    # The others went one after the other through one page, never handed to the spider.
+    assert all(items[url]["page"] is False for url in plain)
+    stats = result.stats
+    assert stats["focus/engine/chromium/requests"] == len(plain) + len(driven)
+    assert stats["focus/engine/chromium/pages_reused"] == len(plain) - 1
+    assert stats["playwright/page_count"] == 2
+    # scrapy-playwright counts the pages it closes, not the spider's: the reused page.
+    assert stats["playwright/page_count/closed"] == 1

@@ -23,11 +23,14 @@ A JavaScript challenge (a 403/429/503 page with scripts) gets up to
 ``FOCUS_BROWSER_CHALLENGE_WAIT`` seconds to reload itself; the response is then
 the page the browser ended on, with that navigation's status and headers.
 
-Hygiene: pages are closed by scrapy-playwright after each response (also on
-errors); at most ``FOCUS_BROWSER_MAX_PAGES`` pages open per browser; contexts
-are recycled every ``FOCUS_BROWSER_CONTEXT_PAGES`` pages; images, media, fonts
-and known trackers are not loaded (``FOCUS_BROWSER_BLOCK_RESOURCES``); browsers
-and drivers are closed with the handler.
+Hygiene: at most ``FOCUS_BROWSER_MAX_PAGES`` pages open per browser; a page
+that answered is kept for the next download in its context
+(``FOCUS_BROWSER_REUSE_PAGES``: opening a page costs more than the navigation,
+four times more in Firefox), and closed on any error or timeout, when its
+context is recycled (every ``FOCUS_BROWSER_CONTEXT_PAGES`` pages) and with the
+handler; images, media, fonts and known trackers are not loaded
+(``FOCUS_BROWSER_BLOCK_RESOURCES``); browsers and drivers are closed with the
+handler.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
+from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -311,6 +315,11 @@ class _Navigations:
         self.page.on("response", self._response)
         self.page.on("load", self._load)
 
+    def detach(self) -> None:
+        """Stop listening: the page may serve another download."""
+        self.page.remove_listener("response", self._response)
+        self.page.remove_listener("load", self._load)
+
     def _response(self, response: Any) -> None:
         try:
             main = response.frame == self.page.main_frame
@@ -421,6 +430,11 @@ class _Engines:
         self.context_pages = max(1, crawler.settings.getint("FOCUS_BROWSER_CONTEXT_PAGES", 100))
         self._pages: dict[str, int] = {}  # engine → pages given a context so far
         self._in_use: dict[str, int] = {}  # context name → downloads using it now
+        self.reuse_pages = crawler.settings.getbool("FOCUS_BROWSER_REUSE_PAGES", True)
+        self._idle: dict[str, list[Any]] = {}  # context name → open pages between downloads
+        # Idle pages close with the spider, so that its final stats count them closed
+        # (the handlers, and the browsers, close later, on engine_stopped).
+        crawler.signals.connect(self.close_all_idle_pages, signal=signals.spider_closed)
         for engine, info in self.info.items():
             crawler.stats.set_value(f"focus/engine/{engine}/browser", info.browser)
         logger.info("Engines: %s", ", ".join(f"{e} ({i.browser})" for e, i in self.info.items()))
@@ -498,7 +512,40 @@ class _Engines:
         current = f"focus-{engine}-{max(0, self._pages.get(engine, 0) - 1) // self.context_pages}"
         return name.startswith(f"focus-{engine}-") and name != current and name not in self._in_use
 
+    async def take_page(self, engine: str, context: str) -> Any | None:
+        """An open page of *context* that no download uses, or None.  The idle pages
+        of *engine*'s earlier contexts are closed first: a new page must not take
+        the browser past FOCUS_BROWSER_MAX_PAGES."""
+        for name in list(self._idle):
+            if name != context and name.startswith(f"focus-{engine}-"):
+                await self.close_idle_pages(name)
+        idle = self._idle.get(context)
+        while idle:
+            page = idle.pop()
+            if not page.is_closed():
+                return page
+        return None
+
+    def keep_page(self, context: str, page: Any) -> None:
+        self._idle.setdefault(context, []).append(page)
+
+    async def close_page(self, page: Any) -> None:
+        if not page.is_closed():
+            with contextlib.suppress(Exception):  # crashed, or closed with its browser
+                await page.close()
+            # scrapy-playwright's own count, so that it still adds up to its page_count
+            self.crawler.stats.inc_value("playwright/page_count/closed")
+
+    async def close_idle_pages(self, context: str) -> None:
+        for page in self._idle.pop(context, ()):
+            await self.close_page(page)
+
+    async def close_all_idle_pages(self) -> None:
+        for context in list(self._idle):
+            await self.close_idle_pages(context)
+
     async def close(self) -> None:
+        await self.close_all_idle_pages()
         for engine, handler in self.handlers.items():
             await _close_handler(engine, handler)
 
@@ -513,6 +560,9 @@ async def _close_handler(engine: str, handler: Any) -> None:
 
 
 _SHARED: WeakKeyDictionary[Any, _Engines] = WeakKeyDictionary()
+#: Request meta of a user who drives the page: such a download gets a page of its
+#: own, as with scrapy-playwright alone, and no challenge wait.
+_USER_PAGE_KEYS = ("playwright_include_page", "playwright_page", "playwright_page_event_handlers")
 
 
 class FocusDownloadHandler:
@@ -576,21 +626,54 @@ class FocusDownloadHandler:
             # Ours: the current generation, held until this download ends, so that no
             # other download closes it before this page exists.
             taken = meta["playwright_context"] = self._shared.take_context(engine)
+        watch = not meta.get("playwright_include_page")
         try:
-            return await self._browse_in(engine, handler, request, spider)
+            if (
+                taken is None
+                or not self._shared.reuse_pages
+                or any(meta.get(key) for key in _USER_PAGE_KEYS)
+            ):
+                return await self._browse_in(engine, handler, request, spider, watch)
+            return await self._browse_reusing(engine, handler, request, spider, taken)
         finally:
             if taken is not None:
                 self._shared.release_context(taken)
 
-    async def _browse_in(
-        self, engine: str, handler: Any, request: Request, spider: Any
+    async def _browse_reusing(
+        self, engine: str, handler: Any, request: Request, spider: Any, context: str
     ) -> Response:
-        """The page in its context: the challenge wait around scrapy-playwright's download."""
+        """The download in an idle page of *context* (or a new one), kept open after
+        it for the next download if it answered, closed if anything failed."""
+        meta = request.meta
+        page = await self._shared.take_page(engine, context)
+        if page is not None:
+            meta["playwright_page"] = page
+            self.stats.inc_value(f"focus/engine/{engine}/pages_reused")
+        meta["playwright_include_page"] = True  # scrapy-playwright leaves it open
+        try:
+            response = await self._browse_in(engine, handler, request, spider, True)
+        except BaseException:
+            page = meta.pop("playwright_page", None)
+            if page is not None:
+                await self._shared.close_page(page)
+            raise
+        finally:
+            meta.pop("playwright_include_page", None)
+        page = meta.pop("playwright_page", None)  # not for the spider, nor the scheduler
+        if page is not None and not page.is_closed():
+            self._shared.keep_page(context, page)
+        return response
+
+    async def _browse_in(
+        self, engine: str, handler: Any, request: Request, spider: Any, watch: bool
+    ) -> Response:
+        """The page in its context: the challenge wait around scrapy-playwright's
+        download (*watch*: not for a page the user drives)."""
         meta = request.meta
         navigations: _Navigations | None = None
         user_init = meta.get("playwright_page_init_callback")
         user_methods = meta.get("playwright_page_methods")
-        if self.challenge_wait > 0 and not meta.get("playwright_include_page"):
+        if self.challenge_wait > 0 and watch:
 
             async def init(page: Any, request: Request) -> None:
                 nonlocal navigations
@@ -611,6 +694,8 @@ class FocusDownloadHandler:
         try:
             response = await self._fetch(handler, request, spider)
         finally:
+            if navigations is not None:
+                navigations.detach()
             # Closures do not belong in a request that goes back to the scheduler.
             _restore(meta, "playwright_page_init_callback", user_init)
             _restore(meta, "playwright_page_methods", user_methods)
@@ -631,6 +716,7 @@ class FocusDownloadHandler:
             if not self._shared.recyclable(engine, name):
                 continue
             wrapper = wrappers.get(name)
+            await self._shared.close_idle_pages(name)
             if wrapper is None or wrapper.context.pages:
                 continue  # closed by another download meanwhile, or a page kept open
             wrappers.pop(name, None)
