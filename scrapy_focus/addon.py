@@ -63,6 +63,9 @@ class Addon:
 
         if settings.getbool("FOCUS_FRONTIER_ENABLED"):
             settings.set("SCHEDULER", SCHEDULER, priority=PRIORITY)
+            # The frontier backs a host off for as long as its 429/503 asked; the retry
+            # then goes first among the host's pages, not after all of them (Scrapy's -1).
+            settings.set("RETRY_PRIORITY_ADJUST", 1, priority=PRIORITY)
             _add_component(settings, "SPIDER_MIDDLEWARES", *LINK_CONTEXT_MIDDLEWARE)
             _add_component(settings, "EXTENSIONS", *LOG_EXTENSION)
 

@@ -555,6 +555,24 @@ def test_retries_reach_the_site_with_the_ladder_off(hostile, tmp_path):
     assert (item["status"], item["state"]) == (200, "accepted")
 
 
+def test_a_retry_goes_before_its_hosts_other_pages(hostile, tmp_path):
+    # Every path's first request is a 503 with Retry-After: the host waits, then the
+    # retry is sent, then the next path (Scrapy's -1 would send every path's 503 first).
+    site = hostile.flaky
+    paths = [f"/article/{n}.html" for n in range(20, 25)]
+    result = crawl(
+        tmp_path,
+        [site.hub(*paths)],
+        FOCUS_LADDER_ENABLED=False,
+        CONCURRENT_REQUESTS_PER_DOMAIN=1,
+    )
+    hits = sorted((hit for path in paths for hit in result.hits(site, path)), key=lambda h: h.at)
+    assert [(hit.path, hit.status) for hit in hits] == [
+        (path, status) for path in paths for status in (503, 200)
+    ]
+    assert result.stats["focus/politeness/backoff"] >= len(paths)
+
+
 # -- pages the user drives ---------------------------------------------------------------
 
 
