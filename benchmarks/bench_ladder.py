@@ -40,7 +40,8 @@ exited is reported as left over (and killed).
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_ladder.py [--scale 1.0] [--rss-pages 2000]
+    .venv/bin/python benchmarks/bench_ladder.py [--scale 1.0] [--static-pages 200]
+        [--rss-pages 2000]
         [--runs always-http,always-chromium,ladder,ladder+history]
         [--skip-mix] [--skip-rss] [--out FILE.md] [--workdir DIR] [--keep]
 
@@ -70,7 +71,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,12 @@ MIX = (
     SiteMix("fixable", 40, "/article/%d.html", 12_000, "chromium"),
     SiteMix("ua", 40, "/article/%d.html", 5000, "stealth"),
 )
+
+
+def set_static_pages(count: int) -> None:
+    """Change the mix's static site to *count* pages (--static-pages)."""
+    global MIX
+    MIX = tuple(replace(mix, pages=count) if mix.site == "static" else mix for mix in MIX)
 
 
 @dataclass(frozen=True)
@@ -978,6 +985,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(RUNS),
         help=f"crawls of the mixed farm, in order (default {','.join(RUNS)})",
     )
+    parser.add_argument(
+        "--static-pages",
+        type=int,
+        help="pages of the static site (200): the share of the mix that needs no browser",
+    )
     parser.add_argument("--rss-pages", type=int, default=2000, help="pages of the browser crawl")
     parser.add_argument("--skip-mix", action="store_true", help="no mixed-farm crawls")
     parser.add_argument("--skip-rss", action="store_true", help="no long browser crawl")
@@ -990,6 +1002,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the crawls' directories")
     args = parser.parse_args(argv)
     args.runs = [name.strip() for name in args.runs.split(",") if name.strip()]
+    if args.static_pages is not None:
+        set_static_pages(max(1, args.static_pages))
     for name in args.runs:
         run_settings(name, [])  # unknown names fail here, not after an hour
     return args
