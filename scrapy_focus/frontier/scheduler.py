@@ -574,7 +574,8 @@ class FocusScheduler(BaseScheduler):
         output.pending -= 1
         if output.complete and output.pending <= 0:
             fingerprint = self.crawler.request_fingerprinter.fingerprint(output.request)
-            if self._awaiting.pop(fingerprint, None) is output:
+            if self._awaiting.get(fingerprint) is output:  # not a later response's output
+                del self._awaiting[fingerprint]
                 self._ack(fingerprint)
 
     def _ack(self, fingerprint: bytes) -> None:
