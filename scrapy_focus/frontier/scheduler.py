@@ -580,8 +580,8 @@ class FocusScheduler(BaseScheduler):
 
     def _ack(self, fingerprint: bytes) -> None:
         lease = self._leases.pop(fingerprint, None)
-        if lease is not None and self.store is not None:
-            self.store.ack(lease)
+        if lease is not None:
+            self.store.ack(lease)  # both callers run with the store open
 
     def _page_scored(self, response: Response, relevance: float | None) -> None:
         if relevance is not None and relevance >= self.config.relevance_threshold:
