@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import pickle
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -166,7 +168,7 @@ def test_shark_search_inheritance_decays_through_irrelevant_pages():
 
 
 def test_online_link_model_learns_which_links_lead_to_relevant_pages():
-    scorer = LinkScorer(Topic("astronomy"), model_warmup=10)
+    scorer = LinkScorer(Topic("astronomy"))
     good = LinkContext(url="http://a.com/section/x.html", anchor="next", parent_relevance=0.5)
     bad = LinkContext(url="http://a.com/archive/x.html", anchor="next", parent_relevance=0.5)
     before = scorer.score(good).score - scorer.score(bad).score
@@ -176,6 +178,78 @@ def test_online_link_model_learns_which_links_lead_to_relevant_pages():
     after = scorer.score(good).score - scorer.score(bad).score
     assert after > before + 0.2
     assert scorer.model.updates == 400
+
+
+def _link(host: str, path: str, anchor: str, parent: str = "/index.html") -> LinkContext:
+    return LinkContext(
+        url=f"http://{host}{path}",
+        anchor=anchor,
+        parent_url=f"http://{host}{parent}",
+        parent_relevance=0.2,
+        depth=2,
+        distance=1,
+    )
+
+
+def test_a_topic_word_whose_pages_score_low_loses_its_pull_within_twenty_fetches():
+    # "testing" is the topic's word, but on this crawl the pages it leads to (one
+    # site's testing tools) are not about the topic; a link with no topic word, on
+    # a host the crawl has not tried, must overtake the links that carry it.
+    scorer = LinkScorer(Topic("testing rust code: cargo test, unit tests and integration tests"))
+    probe = _link("py.test", "/library/unittest-mock.html", "Testing with mocks")
+    untried = _link("rust.test", "/book/ch11-00.html", "Chapter 11")
+    assert scorer.score(probe).score > 3 * scorer.score(untried).score
+    for i in range(20):
+        scorer.learn(_link("py.test", f"/library/test{i}.html", f"Testing tool {i}"), 0.1)
+    assert scorer.score(probe).score < scorer.score(untried).score
+
+
+def test_the_first_relevant_pages_of_a_directory_raise_its_other_links():
+    scorer = LinkScorer(Topic("indexes: speeding up queries with b-tree and hash indexes"))
+    waiting = _link("pg.test", "/docs/sql-vacuum.html", "VACUUM", parent="/docs/sql.html")
+    elsewhere = _link("pg.test", "/docs/func-vacuum.html", "VACUUM", parent="/docs/func.html")
+    assert scorer.score(waiting).score == pytest.approx(scorer.score(elsewhere).score)
+    for name in ("analyze", "cluster", "reindex"):
+        scorer.learn(
+            _link("pg.test", f"/docs/sql-{name}.html", name.upper(), "/docs/sql.html"), 0.8
+        )
+    assert scorer.score(waiting).score > 2 * scorer.score(elsewhere).score
+
+
+def test_a_relevant_page_credits_the_link_to_its_irrelevant_parent_once():
+    # The way into a section is often an index that shares no word with the topic.
+    scorer = LinkScorer(Topic("asteroids and comets"))
+    index = _link("sky.test", "/catalogue/index.html", "Catalogue")
+    sibling = _link("sky.test", "/catalogue/index.html", "Catalogue", parent="/other.html")
+    scorer.learn(index, 0.1)
+    before = scorer.score(sibling).score
+    child = LinkContext(
+        url="http://sky.test/catalogue/ceres.html",
+        anchor="Ceres",
+        parent_url=index.url,
+        parent_relevance=0.1,
+    )
+    scorer.learn(child, 0.9)
+    credited = scorer.score(sibling).score
+    assert credited > before
+    updates = scorer.model.updates
+    scorer.learn(replace(child, url="http://sky.test/catalogue/vesta.html"), 0.9)
+    assert scorer.model.updates == updates + 1  # the parent is credited once, not per child
+
+
+def test_a_saved_link_model_is_data_and_comes_back_equal():
+    scorer = LinkScorer(Topic("astronomy"))
+    link = _link("a.test", "/stars.html", "Stars")
+    scorer.learn(link, 0.9)
+    saved = scorer.model.to_bytes()
+    restored = LinkModel.from_bytes(saved)
+    indices = restored.hash(["a:star", "host:a.test"])
+    assert restored.predict(indices) == scorer.model.predict(indices)
+    assert restored.updates == 1
+    with pytest.raises(ValueError):
+        LinkModel.from_bytes(pickle.dumps(scorer.model))
+    with pytest.raises(ValueError):
+        LinkModel.from_bytes(saved[:-10])
 
 
 def test_link_model_prediction_is_a_probability():

@@ -17,10 +17,12 @@ crawl.  The scheduler and the link-context middleware are its only callers.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import zlib
-from collections import Counter
+from array import array
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -240,55 +242,172 @@ class LinkContext:
 
 @dataclass
 class LinkModel:
-    """Online logistic regression over hashed link features (as ACHE's link classifier).
+    """Online logistic regression over hashed link features, on top of the prior.
 
-    ``update`` takes one labelled example (features of a link, and whether the
-    page it led to was relevant); ``predict`` gives P(relevant).  Plain Python
-    over a fixed-size weight array: per link, microseconds.
+    The contract:
+
+    * ``predict(indices, offset)`` is P(the link leads to a relevant page):
+      ``sigmoid(offset + bias + Σ w[i] / √n)``, *offset* being the logit of
+      the link's topic prior.  An untrained model returns the prior itself, so
+      the crawl starts from the topic's reading of each link and the model
+      only learns what the prior gets wrong *on this site*.
+    * ``update(indices, label, offset, weight)`` is one step of gradient
+      descent on the log loss of that prediction, with a per-feature step
+      that shrinks as the feature is seen (AdaGrad): a feature met in a few
+      examples moves at once, a feature met in every example settles.
+      A directory or an anchor word whose pages keep scoring low therefore
+      sinks the links that carry it within a few tens of fetches, however
+      strongly the topic's words pulled them up.
+
+    Plain Python over fixed-size arrays: per link, microseconds.  Serialised
+    as data (:meth:`to_bytes`), never as code.
     """
 
     buckets: int = 1 << 18
-    learning_rate: float = 0.1
-    l2: float = 1e-5
-    weights: list[float] = field(default_factory=list)
+    learning_rate: float = 0.5
+    weights: array = field(default_factory=lambda: array("d"))
+    squares: array = field(default_factory=lambda: array("d"))  # AdaGrad's Σ g²
     bias: float = 0.0
+    bias_squares: float = 0.0
     updates: int = 0
-    drift: float = 0.0  # accumulated weight change since the last re-scoring
+    drift: float = 0.0  # accumulated weight change since the crawl started
 
     def __post_init__(self) -> None:
         if not self.weights:
-            self.weights = [0.0] * self.buckets
+            self.weights = array("d", bytes(8 * self.buckets))
+            self.squares = array("d", bytes(8 * self.buckets))
 
     def hash(self, features: Iterable[str]) -> list[int]:
-        return [zlib.crc32(f.encode()) % self.buckets for f in features]
+        return sorted({zlib.crc32(f.encode()) % self.buckets for f in features})
 
-    def predict(self, indices: list[int]) -> float:
-        z = self.bias + sum(self.weights[i] for i in indices) / math.sqrt(max(len(indices), 1))
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+    def margin(self, indices: list[int]) -> float:
+        """What the model adds to the prior's logit."""
+        weights = self.weights
+        return self.bias + sum(weights[i] for i in indices) / math.sqrt(max(len(indices), 1))
 
-    def update(self, indices: list[int], label: float) -> None:
+    def predict(self, indices: list[int], offset: float = 0.0) -> float:
+        return _sigmoid(offset + self.margin(indices))
+
+    def update(
+        self, indices: list[int], label: float, offset: float = 0.0, weight: float = 1.0
+    ) -> None:
         scale = 1.0 / math.sqrt(max(len(indices), 1))
-        error = label - self.predict(indices)
-        step = self.learning_rate * error
+        error = weight * (self.predict(indices, offset) - label)
+        rate = self.learning_rate
+        gradient = error * scale
+        weights, squares = self.weights, self.squares
         for i in indices:
-            delta = step * scale - self.l2 * self.weights[i]
-            self.weights[i] += delta
+            squares[i] += gradient * gradient
+            delta = rate * gradient / math.sqrt(squares[i])
+            weights[i] -= delta
             self.drift += abs(delta)
-        self.bias += step
+        self.bias_squares += error * error
+        self.bias -= 0.1 * rate * error / math.sqrt(self.bias_squares)
         self.updates += 1
+
+    def to_bytes(self) -> bytes:
+        header = json.dumps(
+            {
+                "buckets": self.buckets,
+                "learning_rate": self.learning_rate,
+                "bias": self.bias,
+                "bias_squares": self.bias_squares,
+                "updates": self.updates,
+                "drift": self.drift,
+            }
+        ).encode()
+        return b"".join(
+            [
+                _MODEL_MAGIC,
+                len(header).to_bytes(4, "big"),
+                header,
+                zlib.compress(self.weights.tobytes() + self.squares.tobytes()),
+            ]
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LinkModel:
+        """A model saved by :meth:`to_bytes`; ValueError for anything else."""
+        if not data.startswith(_MODEL_MAGIC):
+            raise ValueError("not a saved link model")
+        body = data[len(_MODEL_MAGIC) :]
+        size = int.from_bytes(body[:4], "big")
+        header = json.loads(body[4 : 4 + size])
+        buckets = int(header["buckets"])
+        raw = zlib.decompressobj().decompress(body[4 + size :], 16 * buckets + 1)
+        if len(raw) != 16 * buckets:
+            raise ValueError("a saved link model of the wrong size")
+        weights, squares = array("d"), array("d")
+        weights.frombytes(raw[: 8 * buckets])
+        squares.frombytes(raw[8 * buckets :])
+        return cls(
+            buckets=buckets,
+            learning_rate=float(header["learning_rate"]),
+            weights=weights,
+            squares=squares,
+            bias=float(header["bias"]),
+            bias_squares=float(header["bias_squares"]),
+            updates=int(header["updates"]),
+            drift=float(header["drift"]),
+        )
+
+
+_MODEL_MAGIC = b"focus-link-model/2\n"
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+def url_groups(url: str) -> list[str]:
+    """The groups a URL belongs to on its site: its host, each directory of its
+    path (``/topics/``, ``/topics/db/``) and its directory with the first word of
+    its file name (``/library/asyncio`` for ``/library/asyncio-task.html``).
+
+    Sites name their sections by directory or by file-name prefix
+    (``sql-createtable.html``, ``functions-string.html``); links of one group
+    tend to lead to pages alike, so the outcome of a few fetched pages of a
+    group predicts the rest.
+    """
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    path = unquote(parts.path or "/")
+    directory, _, name = path.rpartition("/")
+    groups = [f"host:{host}"]
+    prefix = ""
+    for segment in directory.split("/")[1:4]:
+        prefix += f"/{segment.lower()}"
+        groups.append(f"dir:{host}{prefix}/")
+    first = _NAME_WORD.match(name)
+    if first:
+        groups.append(f"name:{host}{directory.lower()}/{first.group(0).lower()}")
+    return groups
+
+
+_NAME_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def link_features(link: LinkContext) -> list[str]:
-    """Hashed-feature names of a link: its words by where they appear, and its situation."""
+    """Hashed-feature names of a link: its words by where they appear, the
+    groups its URL belongs to, and its situation (the parent page, how relevant
+    it was, how far the last relevant ancestor is)."""
     features = [f"a:{t}" for t in terms(f"{link.anchor} {link.title}")]
     features += [f"u:{t}" for t in url_terms(link.url)]
     features += [f"h:{t}" for t in terms(link.heading)]
     features += [f"c:{t}" for t in set(terms(link.context))]
+    features += url_groups(link.url)
+    if link.parent_url:
+        # The outcome of a page's other links: a section index's first relevant
+        # children raise the rest of its links.
+        features.append(f"parent:{link.parent_url}")
+        features += [f"p{group}" for group in url_groups(link.parent_url)[1:]]
     if link.parent_relevance is not None:
         features.append(f"pr:{min(4, int(link.parent_relevance * 5))}")
     features.append(f"dist:{min(link.distance, 4)}")
-    host = urlsplit(link.url).hostname or ""
-    features.append(f"host:{host}")
     return features
 
 
@@ -303,9 +422,24 @@ class LinkScore:
 #: relative to the term itself, in a link's anchor and URL.
 COMPOUND_WEIGHT = 0.6
 
+#: A page linked from a page that proved irrelevant, but one of whose own links led
+#: to a relevant page, is a hub: the link that led to it is credited as this much
+#: of a relevant example (delayed reward, as Rennie & McCallum's).
+HUB_CREDIT = 0.5
+
+#: How many fetched pages' links are remembered, to credit hubs.
+_REMEMBERED_LINKS = 100_000
+
 
 class LinkScorer:
-    """Scores links from their context: a topic prior blended with the online model."""
+    """Scores links from their context: the topic prior, corrected by the online model.
+
+    ``score = sigmoid(logit(prior) + margin)``: before the crawl has read a page
+    the score is the prior (how much the link's anchor, context, URL and parent
+    match the topic); each page read trains the model on the link that led to
+    it (:meth:`learn`), and the model's margin moves every link that shares its
+    features, up or down.
+    """
 
     def __init__(
         self,
@@ -313,15 +447,14 @@ class LinkScorer:
         model: LinkModel | None = None,
         relevance_threshold: float = 0.5,
         decay: float = 0.5,
-        model_weight_max: float = 0.6,
-        model_warmup: int = 200,
     ) -> None:
         self.topic = topic
         self.model = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
-        self.model_weight_max = model_weight_max
-        self.model_warmup = model_warmup
+        # url of a fetched page → the hashed features and prior logit of the link
+        # that led to it, and whether it was relevant (or credited as a hub)
+        self._fetched: OrderedDict[str, tuple[array, float, bool]] = OrderedDict()
 
     def inherited(self, link: LinkContext) -> float:
         """Shark-search: a relevant parent hands down its relevance, decayed; an
@@ -359,23 +492,39 @@ class LinkScorer:
             return exact
         return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
 
-    def model_weight(self) -> float:
-        n = self.model.updates
-        return self.model_weight_max * n / (n + self.model_warmup)
+    @staticmethod
+    def offset(prior: float) -> float:
+        """The prior as the model's starting logit (kept off 0 and 1)."""
+        return _logit(0.02 + 0.96 * prior)
 
-    def score(self, link: LinkContext, indices: list[int] | None = None) -> LinkScore:
+    def score(self, link: LinkContext) -> LinkScore:
         prior = self.prior(link)
-        weight = self.model_weight()
         score = prior
-        if weight > 0:
-            indices = indices if indices is not None else self.model.hash(link_features(link))
-            score = (1 - weight) * prior + weight * self.model.predict(indices)
+        if self.model.updates:
+            indices = self.model.hash(link_features(link))
+            score = self.model.predict(indices, self.offset(prior))
         return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
 
     def learn(self, link: LinkContext, child_relevance: float) -> None:
-        """The page *link* led to had *child_relevance*: train the link model."""
-        label = 1.0 if child_relevance >= self.threshold else 0.0
-        self.model.update(self.model.hash(link_features(link)), label)
+        """The page *link* led to had *child_relevance*: train the link model.
+
+        A relevant page also credits, once, the link that led to its parent when
+        that parent was itself irrelevant (:data:`HUB_CREDIT`): the way into a
+        section is often an index whose own words are not the topic's.
+        """
+        relevant = child_relevance >= self.threshold
+        indices = self.model.hash(link_features(link))
+        offset = self.offset(self.prior(link))
+        self.model.update(indices, 1.0 if relevant else 0.0, offset)
+        self._fetched[link.url] = (array("I", indices), offset, relevant)
+        if len(self._fetched) > _REMEMBERED_LINKS:
+            self._fetched.popitem(last=False)
+        if relevant and link.parent_url:
+            parent = self._fetched.get(link.parent_url)
+            if parent is not None and not parent[2]:
+                # Credited once: the parent is now remembered as a good link.
+                self._fetched[link.parent_url] = (parent[0], parent[1], True)
+                self.model.update(list(parent[0]), 1.0, parent[1], HUB_CREDIT)
 
 
 # -- one model per crawl -------------------------------------------------------------

@@ -31,6 +31,7 @@ import logging
 import math
 import pickle
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -673,8 +674,8 @@ class FocusScheduler(BaseScheduler):
         raw = self._store().get_state("link_model")
         if raw and self.model.scorer is not None:
             try:
-                self.model.scorer.model = pickle.loads(raw)
-            except Exception:
+                self.model.scorer.model = LinkModel.from_bytes(raw)
+            except (ValueError, KeyError, TypeError, zlib.error):
                 logger.warning("Could not restore the link model; starting a new one")
         counters = self._store().get_state("counters")
         if counters:
@@ -683,7 +684,7 @@ class FocusScheduler(BaseScheduler):
     def _persist(self) -> None:
         store = self._store()
         if self.model.scorer is not None and isinstance(self.model.scorer.model, LinkModel):
-            store.put_state("link_model", pickle.dumps(self.model.scorer.model, protocol=5))
+            store.put_state("link_model", self.model.scorer.model.to_bytes())
         store.put_state("counters", f"{self._fetched},{self._relevant}".encode())
 
     def _store(self) -> LmdbFrontierStore:
