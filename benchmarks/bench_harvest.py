@@ -1,59 +1,67 @@
 """Harvest benchmark: how fast does each crawl ordering find the pages of a topic?
 
-Real documentation sites, served from their Debian packages on 127.0.0.1
-(``python3.11-doc``, ``python-django-doc``), each crawled from its
-``index.html``.  For every topic, the set of relevant pages is defined by the
-documentation's own table of contents, independently of any scorer: the
-section page plus every page its ``div.toctree-wrapper`` links to, followed
-recursively through nested toctrees (URLs without fragments).
+The suite (:mod:`harvest_suite`) is a set of real documentation sites, served
+from their Debian packages on 127.0.0.1 (each site on its own loopback address,
+so each is its own host), and topics whose relevant pages are a section of one
+site as that site's own structure defines it (a toctree, a chapter, a command
+category), never a scorer.  A multi-host *web* puts several of the sites behind
+a portal page; its topics live in one or two of them, so a crawl must find the
+right sites as well as the right sections.
 
-Four orderings, each a real Scrapy crawl in a subprocess started in a fresh
-directory, stopped after 8 x |relevant| pages, with ``CONCURRENT_REQUESTS=8``:
+Every ordering is a real crawl in a subprocess started in a fresh directory,
+with ``CONCURRENT_REQUESTS=8`` (8 per host), stopped after 4 x R fetches (R:
+the size of the topic's relevant set):
 
 ``breadth-first``      plain Scrapy, ``DEPTH_PRIORITY=1`` with FIFO queues;
 ``naive best-first``   plain Scrapy, a link's ``Request.priority`` is its
                        parent page's relevance (``Topic.page_relevance`` on the
-                       same trafilatura extraction scrapy-focus uses);
-``URL best-first``     plain Scrapy, a link's priority is the number of topic
-                       terms (stemmed, :func:`~scrapy_focus.frontier.relevance.terms`)
-                       in its URL;
-``scrapy-focus``       ``scrapy focus-crawl --seed ... --topic ... --max-pages N``:
-                       the whole stack (the Addon: corpus, extraction, contract,
-                       FocusScheduler, LinkContextMiddleware).
+                       same extraction scrapy-focus uses);
+``URL best-first``     plain Scrapy, a link's priority is how many of the
+                       topic's words (stemmed, stop words out: the keywords are
+                       derived from the topic text, never picked by hand) its
+                       URL holds;
+``crawl4ai``           crawl4ai's ``BestFirstCrawlingStrategy`` with its
+                       ``KeywordRelevanceScorer`` on the same keywords, HTTP
+                       crawler strategy, in a virtualenv of its own
+                       (:mod:`crawl4ai_env`);
+``scrapy-focus``       ``scrapy focus-crawl --seed ... --topic ...
+                       --max-pages 4R``: the whole stack, defaults untouched;
+``oracle``             R fetches: the relevant pages and nothing else (not
+                       crawled).
 
-Both best-first baselines run Scrapy's default scheduler and priority queue
-with FIFO queues, so ties are broken breadth-first (Scrapy's default LIFO would
-make them depth-first, a weaker baseline).  Priorities are
-``int(score * 1e6)``.
+The best-first baselines run Scrapy's default scheduler and priority queue
+with FIFO queues, so ties are broken breadth-first.  Every crawl logs the
+responses it receives, in order, through :class:`FetchLog` (an extension, the
+same for all Scrapy crawls; crawl4ai's runner writes the same lines); a fetch
+is a response that is not a redirect.
 
-Every crawl logs the responses it receives, in order, through :class:`FetchLog`
-(an extension, the same for all four); a fetch is a response that is not a
-redirect.  For N = 2x, 4x and 8x the relevant set: recall@N (share of the
-relevant pages among the first N fetches) and harvest rate@N (relevant ÷ N),
-and how many fetches it took to hold 90% of the relevant pages.  With 8
-requests in flight the order of fetches depends on timing: ``--repeat R`` runs
-every crawl R times and reports medians.
+Figures per topic and ordering, the median over ``--repeat`` runs (3 by
+default; with 8 requests in flight the order of fetches depends on timing),
+with the spread (max - min) over the runs: fetches to 90% recall ÷ R (never,
+within 4R: ∞), recall at 1R, 2R and 4R, harvest rate at 2R.  The page-relevance
+model is judged too: the ROC AUC of scrapy-focus's page relevance against the
+ground truth over the pages it fetched, and what ``FOCUS_RELEVANCE_THRESHOLD``
+means there in precision and recall.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_harvest.py [--topics asyncio,concurrency,...]
-        [--strategies bfs,naive,url,focus] [--repeat R] [--out FILE.md]
-        [--workdir DIR] [--keep]
+    .venv/bin/python benchmarks/bench_harvest.py            # the whole suite
+    .venv/bin/python benchmarks/bench_harvest.py --quick    # a CI-sized subset
+        [--topics NAME,...] [--strategies bfs,naive,url,crawl4ai,focus]
+        [--repeat R] [--jobs J] [--out FILE.md] [--charts DIR]
+        [--workdir DIR] [--keep] [--no-install]
         [-s NAME=VALUE ...]   # extra settings for the scrapy-focus crawls only
 
-Topics: ``asyncio``, ``concurrency``, ``netdata`` (Python docs), ``django-db``
-(Django docs); strategies: ``bfs``, ``naive``, ``url``, ``focus``.
-
-The crawl subprocesses are this file again: ``scrapy runspider`` runs
-:class:`HarvestSpider` for the baselines; ``PYTHONPATH`` makes :class:`FetchLog`
-importable as ``bench_harvest.FetchLog`` for every crawl.
+Missing Debian doc packages are installed with apt-get first (``--no-install``:
+fail instead); crawl4ai's virtualenv is made once under
+``~/.cache/scrapy-focus-bench`` (pip, from the package index).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime as dt
-import functools
 import json
 import math
 import os
@@ -63,145 +71,60 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urljoin, urlsplit
 
 import scrapy
-from parsel import Selector
 from scrapy import signals
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for path in (str(REPO), str(HERE)):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from harvest_suite import (  # noqa: E402
+    QUICK,
+    TOPICS,
+    Farm,
+    TopicSpec,
+    install_packages,
+    missing_packages,
+)
 
 from scrapy_focus.extract.page import ExtractOptions, extract_page  # noqa: E402
 from scrapy_focus.frontier.relevance import Topic, terms, url_terms  # noqa: E402
-
-SITES = {
-    "python": Path("/usr/share/doc/python3.11/html"),
-    "django": Path("/usr/share/doc/python-django-doc/html"),
-}
-
-
-@dataclass(frozen=True)
-class TopicSpec:
-    name: str
-    site: str  # key of SITES
-    section: str  # the section page whose toctree defines the relevant set
-    text: str  # what a user would type: written before looking at the results
-
-
-TOPICS = {
-    spec.name: spec
-    for spec in (
-        TopicSpec(
-            "asyncio",
-            "python",
-            "library/asyncio.html",
-            "asyncio: asynchronous programming with coroutines, the event loop, tasks and streams",
-        ),
-        TopicSpec(
-            "concurrency",
-            "python",
-            "library/concurrency.html",
-            "concurrent execution: running code in parallel with threads, processes and "
-            "pools of workers, locks and queues",
-        ),
-        TopicSpec(
-            "netdata",
-            "python",
-            "library/netdata.html",
-            "internet data handling: email messages and MIME, JSON, base64 and other "
-            "encodings of data sent over the internet",
-        ),
-        TopicSpec(
-            "django-db",
-            "django",
-            "topics/db/index.html",
-            "Django models and databases: defining models, making queries, relations "
-            "between models, transactions and raw SQL",
-        ),
-    )
-}
 
 STRATEGIES = {
     "bfs": "breadth-first",
     "naive": "naive best-first",
     "url": "URL best-first",
+    "crawl4ai": "crawl4ai BestFirst",
     "focus": "scrapy-focus",
 }
-MULTIPLES = (2, 4, 8)
+BASELINES = ("bfs", "naive", "url", "crawl4ai")
+BUDGET = 4  # crawls stop after BUDGET x R fetches
+RECALL_AT = (1, 2, 4)
 CONCURRENCY = 8
-CRAWL_TIMEOUT = 600  # seconds per crawl; a crawl of a few hundred local pages takes ~30 s
+CRAWL_TIMEOUT = 900  # seconds per crawl; a crawl of a few hundred local pages takes ~30 s
+THRESHOLD = 0.5  # scrapy-focus's default FOCUS_RELEVANCE_THRESHOLD
 
 
-# -- ground truth ----------------------------------------------------------------------
-
-
-def page_key(url: str) -> str:
-    """A fetched or linked URL as a site-relative path: no fragment, no query,
-    ``dir/`` as ``dir/index.html`` (how the static server answers it)."""
-    path = urlsplit(urldefrag(url)[0]).path.lstrip("/")
-    return path + "index.html" if path.endswith("/") or not path else path
-
-
-def ground_truth(root: Path, section: str) -> frozenset[str]:
-    """The section page and every page its toctrees link to, recursively."""
-    found: set[str] = set()
-    todo = [section]
-    while todo:
-        page = todo.pop()
-        if page in found or not (root / page).is_file():
-            continue
-        found.add(page)
-        html = (root / page).read_text(encoding="utf-8", errors="replace")
-        for href in Selector(text=html).css("div.toctree-wrapper a::attr(href)").getall():
-            url = urljoin(f"http://site/{page}", href)
-            if urlsplit(url).netloc == "site":
-                todo.append(page_key(url))
-    return frozenset(found)
-
-
-# -- the docs server -------------------------------------------------------------------
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class DocsServer:
-    """A threaded static file server for one docs tree on 127.0.0.1, free port."""
-
-    def __init__(self, root: Path) -> None:
-        handler = functools.partial(_QuietHandler, directory=str(root))
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> DocsServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def keywords(topic_text: str) -> list[str]:
+    """The URL baselines' keywords: the topic's own words, stemmed, stop words out."""
+    return sorted(set(terms(topic_text)))
 
 
 # -- inside the crawl subprocesses -----------------------------------------------------
 
 
 class FetchLog:
-    """Extension: one JSON line per response received, in order (``HARVEST_FETCH_LOG``)."""
+    """Extension: one JSON line per response received, in order (``HARVEST_FETCH_LOG``),
+    and one per page scrapy-focus scored (``{"scored": url, "relevance": r}``)."""
 
     def __init__(self, path: str) -> None:
         self.out = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed at spider_closed
@@ -209,19 +132,29 @@ class FetchLog:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> FetchLog:
+        from scrapy_focus import signals as focus_signals
+
         log = cls(crawler.settings.get("HARVEST_FETCH_LOG"))
         crawler.signals.connect(log.response_received, signal=signals.response_received)
+        crawler.signals.connect(log.page_scored, signal=focus_signals.page_scored)
         crawler.signals.connect(log.spider_closed, signal=signals.spider_closed)
         return log
 
     def response_received(self, response: Response, request: Any, spider: Any = None) -> None:
         line = {"url": response.url, "status": response.status}
         line["t"] = round(time.monotonic() - self.started, 3)
+        self._write(line)
+
+    def page_scored(self, response: Response, relevance: float | None) -> None:
+        if relevance is not None:
+            self._write({"scored": response.url, "relevance": round(relevance, 4)})
+
+    def _write(self, line: dict[str, Any]) -> None:
         self.out.write(json.dumps(line) + "\n")
         self.out.flush()
 
     def spider_closed(self, spider: Any = None, reason: str = "") -> None:
-        self.out.write(json.dumps({"closed": reason}) + "\n")
+        self._write({"closed": reason})
         self.out.close()
 
 
@@ -229,27 +162,29 @@ SKIPPED_SCHEMES = ("mailto:", "javascript:", "tel:", "data:", "#")
 
 
 class HarvestSpider(scrapy.Spider):
-    """The baselines: follows every same-host ``<a href>``, ordered by *strategy*
-    (``bfs`` | ``naive`` | ``url``), as FocusSpider follows them."""
+    """The Scrapy baselines: follows every ``<a href>`` to the allowed hosts,
+    ordered by *strategy* (``bfs`` | ``naive`` | ``url``), as FocusSpider follows them."""
 
     name = "harvest"
-    allowed_domains = ("127.0.0.1",)
 
-    def __init__(self, strategy: str = "bfs", seed: str = "", topic: str = "", **kwargs: Any):
-        super().__init__(**kwargs)
+    def __init__(
+        self, strategy: str = "bfs", seed: str = "", topic: str = "", hosts: str = "", **kw: Any
+    ) -> None:
+        super().__init__(**kw)
         if strategy not in ("bfs", "naive", "url"):
             raise ValueError(f"unknown strategy {strategy!r}: bfs, naive or url")
         self.strategy = strategy
         self.seed = seed
+        self.allowed_domains = [h for h in hosts.split(",") if h]
         self.topic = Topic(topic) if topic else None
-        self.topic_terms = frozenset(terms(topic))
-        self.options = ExtractOptions(fast=True)  # as the Addon's FOCUS_EXTRACT_FAST
+        self.keywords = frozenset(keywords(topic))
+        self.options = ExtractOptions(fast=True)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         yield scrapy.Request(self.seed, dont_filter=True)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
-        if not isinstance(response, TextResponse):
+        if not isinstance(response, HtmlResponse):  # e.g. nodejs' "View as JSON" links
             return
         parent = self.page_relevance(response) if self.strategy == "naive" else 0.0
         for href in response.css("a::attr(href)").getall():
@@ -263,7 +198,7 @@ class HarvestSpider(scrapy.Spider):
             if self.strategy == "naive":
                 score = parent
             elif self.strategy == "url":
-                score = float(sum(1 for t in url_terms(url) if t in self.topic_terms))
+                score = float(sum(1 for t in url_terms(url) if t in self.keywords))
             else:
                 score = 0.0
             yield scrapy.Request(url, priority=int(score * 1e6))
@@ -288,12 +223,13 @@ class Crawl:
     topic: str
     strategy: str
     fetched: list[str]  # page keys of the non-redirect responses, in order
+    relevance: dict[str, float]  # page key → scrapy-focus's page relevance
     seconds: float
     closed: str
 
 
-def _run(command: list[str], cwd: Path, log: Path) -> float:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]))
+def _run(command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> float:
+    env = env or dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]))
     started = time.monotonic()
     with open(cwd / "crawl.log", "w") as stderr:
         proc = subprocess.run(
@@ -306,65 +242,83 @@ def _run(command: list[str], cwd: Path, log: Path) -> float:
 
 
 def crawl(
-    spec: TopicSpec,
-    strategy: str,
-    base: str,
-    n_max: int,
-    workdir: Path,
-    extra: list[str],
-    run: int = 1,
+    spec: TopicSpec, strategy: str, farm: Farm, n_max: int, args: argparse.Namespace, run: int
 ) -> Crawl:
-    cwd = workdir / f"{spec.name}-{strategy}-{run}"
+    cwd = args.workdir / f"{spec.name}-{strategy}-{run}"
     shutil.rmtree(cwd, ignore_errors=True)
     cwd.mkdir(parents=True)
     log = cwd / "fetches.jsonl"
-    bin_dir = Path(sys.executable).parent
-    scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
-    common = [
-        "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}",
-        "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={CONCURRENCY}",
-        "-s", "DOWNLOAD_DELAY=0",
-        "-s", "TELNETCONSOLE_ENABLED=False",
-        "-s", "LOG_LEVEL=INFO",
-        "-s", f"HARVEST_FETCH_LOG={log}",
-        "-s", 'EXTENSIONS={"bench_harvest.FetchLog": 0}',
-    ]  # fmt: skip
-    seed = urljoin(base, "index.html")
-    if strategy == "focus":
-        # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
-        command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
-        command += ["--max-pages", str(n_max), *common, "-O", "pages.jsonl"]
-        for setting in extra:
-            command += ["-s", setting]
+    seed = farm.seed(spec)
+    hosts = farm.allowed_hosts(spec)
+    env = None
+    if strategy == "crawl4ai":
+        from crawl4ai_env import child_env
+
+        env = child_env(args.crawl4ai_python.parent.parent)
+        command = [
+            str(args.crawl4ai_python), str(HERE / "crawl4ai_crawl.py"), "--seed", seed,
+            "--keywords", ",".join(keywords(spec.text)), "--max-pages", str(n_max),
+            "--allowed-hosts", ",".join(hosts), "--concurrency", str(CONCURRENCY),
+            "--out", str(log),
+        ]  # fmt: skip
     else:
-        command = [scrapy_bin, "runspider", str(Path(__file__).resolve())]
-        command += ["-a", f"strategy={strategy}", "-a", f"seed={seed}", "-a", f"topic={spec.text}"]
-        command += [*common, "-s", "HTTPCACHE_ENABLED=False"]
-        command += ["-s", f"CLOSESPIDER_PAGECOUNT={n_max + 50}"]
-        command += ["-s", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue"]
-        command += ["-s", "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]
-        if strategy == "bfs":
-            command += ["-s", "DEPTH_PRIORITY=1"]
-    seconds = _run(command, cwd, log)
+        bin_dir = Path(sys.executable).parent
+        scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
+        common = [
+            "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}",
+            "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={CONCURRENCY}",
+            "-s", "DOWNLOAD_DELAY=0",
+            "-s", "TELNETCONSOLE_ENABLED=False",
+            "-s", "LOG_LEVEL=INFO",
+            "-s", f"HARVEST_FETCH_LOG={log}",
+            "-s", 'EXTENSIONS={"bench_harvest.FetchLog": 0}',
+        ]  # fmt: skip
+        if strategy == "focus":
+            # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
+            command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
+            command += ["--max-pages", str(n_max), *common, "-O", "pages.jsonl"]
+            if len(hosts) > 1:
+                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={','.join(hosts)}"]
+            for setting in args.settings:
+                command += ["-s", setting]
+        else:
+            command = [scrapy_bin, "runspider", str(Path(__file__).resolve())]
+            command += ["-a", f"strategy={strategy}", "-a", f"seed={seed}"]
+            command += ["-a", f"topic={spec.text}", "-a", f"hosts={','.join(hosts)}"]
+            command += [*common, "-s", "HTTPCACHE_ENABLED=False"]
+            command += ["-s", f"CLOSESPIDER_PAGECOUNT={n_max + 2 * CONCURRENCY}"]
+            command += ["-s", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue"]
+            command += ["-s", "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]
+            if strategy == "bfs":
+                command += ["-s", "DEPTH_PRIORITY=1"]
+    seconds = _run(command, cwd, log, env)
     fetched: list[str] = []
+    relevance: dict[str, float] = {}
     closed = ""
     for line in log.read_text().splitlines():
         entry = json.loads(line)
         if "closed" in entry:
             closed = entry["closed"]
+        elif "scored" in entry:
+            relevance.setdefault(farm.key(entry["scored"]), entry["relevance"])
         elif not 300 <= entry["status"] < 400:
-            fetched.append(page_key(entry["url"]))
-    return Crawl(spec.name, strategy, fetched, seconds, closed)
+            # crawl4ai follows redirects itself and reports where it landed
+            fetched.append(farm.key(entry.get("final_url") or entry["url"]))
+    if not args.keep:
+        shutil.rmtree(cwd, ignore_errors=True)
+    return Crawl(spec.name, strategy, fetched, relevance, seconds, closed)
 
 
 # -- figures ---------------------------------------------------------------------------
 
 
-def at(fetched: list[str], relevant: frozenset[str], n: int) -> tuple[float, float]:
-    """(recall, harvest rate) after the first *n* fetches."""
+def recall_at(fetched: list[str], relevant: frozenset[str], n: int) -> float:
+    return len(set(fetched[:n]) & relevant) / len(relevant)
+
+
+def harvest_at(fetched: list[str], relevant: frozenset[str], n: int) -> float:
     first = fetched[:n]
-    found = len(set(first) & relevant)
-    return found / len(relevant), (found / len(first) if first else 0.0)
+    return len(set(first) & relevant) / len(first) if first else 0.0
 
 
 def fetches_to(fetched: list[str], relevant: frozenset[str], share: float = 0.9) -> int | None:
@@ -379,82 +333,247 @@ def fetches_to(fetched: list[str], relevant: frozenset[str], share: float = 0.9)
     return None
 
 
+def curve(fetched: list[str], relevant: frozenset[str], n: int) -> list[float]:
+    """Recall after each of the first *n* fetches."""
+    found: set[str] = set()
+    out = []
+    for page in fetched[:n]:
+        if page in relevant:
+            found.add(page)
+        out.append(len(found) / len(relevant))
+    return out
+
+
 @dataclass
 class Figures:
-    """One strategy on one topic: the median over its runs of each figure."""
+    """One ordering on one topic, over its runs."""
 
-    recall: dict[int, float]  # N → recall@N
-    harvest: dict[int, float]  # N → harvest rate@N
-    to_90: float | None  # fetches to 90% recall
-    runs_recall_4x: list[float]
-    seconds: float
+    to_90: list[float]  # per run: fetches to 90% recall ÷ R (inf: not within the budget)
+    recall: dict[int, list[float]]  # multiple of R → recall per run
+    harvest_2r: list[float]
+    seconds: list[float]
+    curves: list[list[float]] = field(default_factory=list)
 
     @classmethod
     def of(cls, runs: list[Crawl], relevant: frozenset[str]) -> Figures:
-        ns = [m * len(relevant) for m in MULTIPLES]
-        points = {n: [at(run.fetched, relevant, n) for run in runs] for n in ns}
-        reached = [fetches_to(run.fetched[: ns[-1]], relevant) for run in runs]
-        # A run that never got there counts as infinitely slow for the median.
-        to_90 = statistics.median(r if r is not None else math.inf for r in reached)
+        size = len(relevant)
+        n = BUDGET * size
+        to_90 = []
+        for run in runs:
+            reached = fetches_to(run.fetched[:n], relevant)
+            to_90.append(reached / size if reached is not None else math.inf)
         return cls(
-            recall={n: statistics.median(p[0] for p in points[n]) for n in ns},
-            harvest={n: statistics.median(p[1] for p in points[n]) for n in ns},
-            to_90=None if to_90 == math.inf else to_90,
-            runs_recall_4x=[p[0] for p in points[4 * len(relevant)]],
-            seconds=statistics.median(run.seconds for run in runs),
+            to_90=to_90,
+            recall={m: [recall_at(r.fetched, relevant, m * size) for r in runs] for m in RECALL_AT},
+            harvest_2r=[harvest_at(r.fetched, relevant, 2 * size) for r in runs],
+            seconds=[r.seconds for r in runs],
+            curves=[curve(r.fetched, relevant, n) for r in runs],
         )
 
+    @property
+    def median_to_90(self) -> float:
+        return statistics.median(self.to_90)
 
-def topic_table(spec: TopicSpec, relevant: frozenset[str], figures: dict[str, Figures]) -> str:
-    size = len(relevant)
-    ns = [m * size for m in MULTIPLES]
-    head = " | ".join(
-        f"recall@{n} ({m}x) | harvest@{n}" for m, n in zip(MULTIPLES, ns, strict=True)
+    @property
+    def spread_to_90(self) -> float:
+        return max(self.to_90) - min(self.to_90)
+
+
+def oracle(size: int) -> Figures:
+    """The oracle fetches the R relevant pages and nothing else."""
+    return Figures(
+        to_90=[math.ceil(0.9 * size - 1e-9) / size],
+        recall={m: [1.0] for m in RECALL_AT},
+        harvest_2r=[0.5],
+        seconds=[0.0],
     )
+
+
+def _ratio(value: float) -> str:
+    return "never" if math.isinf(value) else f"{value:.2f}"
+
+
+def _spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return ""
+    spread = max(values) - min(values)
+    return " (±∞)" if math.isinf(spread) else f" (±{spread / 2:.2f})"
+
+
+def topic_table(spec: TopicSpec, size: int, figures: dict[str, Figures]) -> list[str]:
     lines = [
-        f"**{spec.name}**: {size} relevant pages (toctree of `{spec.section}`, "
-        f"{spec.site} docs); topic text: “{spec.text}”",
+        f"**{spec.name}** ({spec.site}): R = {size} ({spec.source}); topic: “{spec.text}”",
         "",
-        f"| strategy | {head} | fetches to 0.9 recall | seconds |",
-        "|---" * (2 + 2 * len(MULTIPLES) + 1) + "|",
+        "| ordering | fetches to 90% ÷ R | recall@1R | recall@2R | recall@4R | harvest@2R | s |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for strategy, fig in figures.items():
-        cells = []
-        for n in ns:
-            cells += [f"{fig.recall[n]:.2f}", f"{fig.harvest[n]:.2f}"]
-        to_90 = f"{fig.to_90:g}" if fig.to_90 is not None else f"> {len(relevant) * MULTIPLES[-1]}"
-        lines.append(
-            f"| {STRATEGIES[strategy]} | {' | '.join(cells)} | {to_90} | {fig.seconds:.0f} |"
-        )
-    if "focus" in figures and "bfs" in figures:
-        n4 = 4 * size
-        focus, bfs = figures["focus"].harvest[n4], figures["bfs"].harvest[n4]
-        ratio = f"{focus / bfs:.1f}x" if bfs else "∞ (breadth-first found none)"
-        lines += ["", f"harvest(scrapy-focus) / harvest(breadth-first) at 4x: {ratio}"]
-    return "\n".join(lines)
+    for strategy, fig in [("oracle", oracle(size)), *figures.items()]:
+        name = "oracle" if strategy == "oracle" else STRATEGIES[strategy]
+        cells = [f"{_ratio(fig.median_to_90)}{_spread(fig.to_90)}"]
+        cells += [f"{statistics.median(fig.recall[m]):.2f}" for m in RECALL_AT]
+        cells[-1] += _spread(fig.recall[BUDGET])
+        cells.append(f"{statistics.median(fig.harvest_2r):.2f}")
+        cells.append(f"{statistics.median(fig.seconds):.0f}")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines
 
 
-def goals(relevant: dict[str, frozenset[str]], results: dict[str, dict[str, Figures]]) -> str:
-    """The issue's goals at N = 4 x |relevant|, checked per topic.  At that N the
-    harvest rate is recall ÷ 4, so it can be no higher than 0.25."""
+@dataclass
+class Verdict:
+    topic: str
+    focus: float
+    best: float  # the best baseline's median fetches to 90% ÷ R
+    best_name: str
+    bfs: float
+    recall_4r: float
+    spread: float
+
+    @property
+    def ratio(self) -> float:
+        if math.isinf(self.best):
+            return 0.0 if not math.isinf(self.focus) else math.nan
+        return self.focus / self.best
+
+    def checks(self) -> dict[str, bool]:
+        return {
+            "≤ 1.1x best": math.isinf(self.best) or self.focus <= 1.1 * self.best,
+            "≤ breadth-first": math.isinf(self.bfs) or self.focus <= self.bfs,
+            "recall@4R ≥ 0.95": self.recall_4r >= 0.95,
+            "spread ≤ 0.15": self.spread <= 0.15,
+        }
+
+
+def verdict(name: str, figures: dict[str, Figures]) -> Verdict | None:
+    baselines = {s: figures[s].median_to_90 for s in BASELINES if s in figures}
+    if "focus" not in figures or not baselines:
+        return None
+    best_name = min(baselines, key=lambda s: baselines[s])
+    focus = figures["focus"]
+    return Verdict(
+        topic=name,
+        focus=focus.median_to_90,
+        best=baselines[best_name],
+        best_name=STRATEGIES[best_name],
+        bfs=baselines.get("bfs", math.inf),
+        recall_4r=statistics.median(focus.recall[BUDGET]),
+        spread=focus.spread_to_90 if len(focus.to_90) > 1 else 0.0,
+    )
+
+
+def goals_table(verdicts: list[Verdict]) -> list[str]:
+    names = list(verdicts[0].checks()) if verdicts else []
     lines = [
-        "| topic | recall@4x ≥ 0.9 | harvest ≥ 3x breadth-first | harvest above both best-firsts |",
+        "| topic | scrapy-focus | best baseline | ratio | " + " | ".join(names) + " |",
+        "|---|---|---|---|" + "---|" * len(names),
+    ]
+    for v in verdicts:
+        marks = ["yes" if ok else "**no**" for ok in v.checks().values()]
+        ratio = "—" if math.isnan(v.ratio) else f"{v.ratio:.2f}"
+        lines.append(
+            f"| {v.topic} | {_ratio(v.focus)} | {_ratio(v.best)} ({v.best_name}) | {ratio} | "
+            + " | ".join(marks)
+            + " |"
+        )
+    ratios = [v.ratio for v in verdicts if not math.isnan(v.ratio)]
+    met = sum(all(v.checks().values()) for v in verdicts)
+    if ratios:
+        median = statistics.median(ratios)
+        lines += [
+            "",
+            f"Median over topics of scrapy-focus ÷ best baseline: {median:.2f} "
+            f"(goal ≤ 0.85: {'met' if median <= 0.85 else 'not met'}); "
+            f"every per-topic goal met on {met} of {len(verdicts)} topics.",
+        ]
+    return lines
+
+
+def auc(scores: list[float], labels: list[bool]) -> float:
+    """ROC AUC (Mann-Whitney, ties counted half)."""
+    ranked = sorted(zip(scores, labels, strict=True))
+    positives = sum(labels)
+    negatives = len(labels) - positives
+    if not positives or not negatives:
+        return math.nan
+    rank_sum = 0.0
+    i = 0
+    while i < len(ranked):
+        j = i
+        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
+            j += 1
+        average_rank = (i + j + 1) / 2  # ranks i+1 .. j
+        rank_sum += average_rank * sum(1 for k in range(i, j) if ranked[k][1])
+        i = j
+    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+def relevance_report(
+    runs: dict[str, list[Crawl]], relevant: dict[str, frozenset[str]]
+) -> list[str]:
+    """AUC of the page relevance over the pages scrapy-focus fetched, per topic and
+    pooled, and precision/recall at a few thresholds (pooled)."""
+    pooled: list[tuple[float, bool]] = []
+    per_topic = []
+    for name, crawls in runs.items():
+        pairs = [(r, key in relevant[name]) for c in crawls for key, r in c.relevance.items()]
+        pooled += pairs
+        value = auc([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else math.nan
+        per_topic.append(f"{name} {value:.2f}")
+    if not pooled:
+        return []
+    total = auc([p[0] for p in pooled], [p[1] for p in pooled])
+    lines = [
+        f"Page relevance ROC AUC over the pages scrapy-focus fetched, pooled over the suite "
+        f"({len(pooled)} page reads): **{total:.3f}** (goal ≥ 0.9). Per topic: "
+        + ", ".join(per_topic)
+        + ".",
+        "",
+        "| threshold | precision | recall | share of fetched pages above |",
         "|---|---|---|---|",
     ]
-    for name, figures in results.items():
-        if not {"focus", "bfs", "naive", "url"} <= figures.keys():
-            continue
-        n = 4 * len(relevant[name])
-        recall, harvest = figures["focus"].recall[n], figures["focus"].harvest[n]
-        bfs = figures["bfs"].harvest[n]
-        best = max(figures["naive"].harvest[n], figures["url"].harvest[n])
-        above = "yes" if harvest > best else ("tie" if harvest == best else "no")
-        lines.append(
-            f"| {name} | {'yes' if recall >= 0.9 else 'no'} ({recall:.2f}) "
-            f"| {'yes' if harvest >= 3 * bfs else 'no'} ({harvest:.2f} vs {bfs:.2f}) "
-            f"| {above} ({harvest:.2f} vs {best:.2f}) |"
-        )
-    return "\n".join(lines)
+    positives = sum(label for _, label in pooled)
+    for threshold in (0.3, 0.4, THRESHOLD, 0.6):
+        above = [label for r, label in pooled if r >= threshold]
+        precision = sum(above) / len(above) if above else math.nan
+        recall = sum(above) / positives if positives else math.nan
+        mark = " (default)" if threshold == THRESHOLD else ""
+        share = len(above) / len(pooled)
+        lines.append(f"| {threshold}{mark} | {precision:.2f} | {recall:.2f} | {share:.2f} |")
+    return lines
+
+
+def charts(
+    directory: Path, specs: list[TopicSpec], results: dict[str, dict[str, Figures]]
+) -> dict[str, Path]:
+    """One recall-vs-fetches PNG per topic (every run of every ordering)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    colours = {"bfs": "#999999", "naive": "#1f77b4", "url": "#2ca02c", "crawl4ai": "#ff7f0e"}
+    colours["focus"] = "#d62728"
+    out = {}
+    for spec in specs:
+        fig, ax = plt.subplots(figsize=(4.2, 2.8), dpi=80)
+        for strategy, figures in results[spec.name].items():
+            for i, points in enumerate(figures.curves):
+                xs = [(k + 1) / (len(points) / BUDGET) for k in range(len(points))]
+                label = STRATEGIES[strategy] if i == 0 else None
+                ax.plot(xs, points, color=colours[strategy], lw=1.2, alpha=0.8, label=label)
+        ax.plot([0, 1, BUDGET], [0, 1, 1], color="black", lw=0.8, ls=":", label="oracle")
+        ax.set_xlim(0, BUDGET)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("fetches ÷ R")
+        ax.set_ylabel("recall")
+        ax.set_title(spec.name, fontsize=9)
+        ax.legend(fontsize=6, loc="lower right")
+        fig.tight_layout()
+        path = directory / f"{spec.name}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        out[spec.name] = path
+    return out
 
 
 def machine() -> str:
@@ -468,14 +587,16 @@ def machine() -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--topics", default=",".join(TOPICS), help="comma-separated")
+    parser.add_argument("--topics", help="comma-separated (default: the whole suite)")
+    parser.add_argument("--quick", action="store_true", help=f"the subset {','.join(QUICK)}")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of every crawl (medians)")
+    parser.add_argument("--jobs", type=int, default=2, help="crawls run at once")
     parser.add_argument("--out", type=Path, help="also write the Markdown report here")
+    parser.add_argument("--charts", type=Path, help="write a recall chart per topic here")
     parser.add_argument("--workdir", type=Path, help="where the crawls run (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the crawl directories")
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="run every crawl N times; report medians"
-    )
+    parser.add_argument("--no-install", action="store_true", help="do not apt-get the docs")
     parser.add_argument(
         "-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
         help="an extra setting for the scrapy-focus crawls (say why in the report)",
@@ -485,76 +606,88 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    topics = [TOPICS[name] for name in args.topics.split(",")]
+    names = args.topics.split(",") if args.topics else list(QUICK if args.quick else TOPICS)
+    unknown = [n for n in names if n not in TOPICS]
+    if unknown:
+        raise SystemExit(f"unknown topics {unknown}; known: {', '.join(TOPICS)}")
+    topics = [TOPICS[name] for name in names]
     strategies = args.strategies.split(",")
     for strategy in strategies:
         if strategy not in STRATEGIES:
             raise SystemExit(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
-    for spec in topics:
-        if not (SITES[spec.site] / spec.section).is_file():
-            raise SystemExit(f"{SITES[spec.site] / spec.section} not found: install the docs")
+    missing = missing_packages(topics)
+    if missing:
+        if args.no_install:
+            raise SystemExit(f"install the documentation packages first: {' '.join(missing)}")
+        install_packages(missing)
+    if "crawl4ai" in strategies:
+        from crawl4ai_env import ensure_venv
+
+        args.crawl4ai_python = ensure_venv()
     temporary = args.workdir is None
-    workdir = args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-harvest-"))
+    args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-harvest-"))
     started = time.monotonic()
-    relevant = {spec.name: ground_truth(SITES[spec.site], spec.section) for spec in topics}
-    results: dict[str, dict[str, Figures]] = {}
+    relevant = {spec.name: spec.relevant() for spec in topics}
+    crawls: dict[tuple[str, str], list[Crawl]] = {}
     try:
-        for site in dict.fromkeys(spec.site for spec in topics):
-            with DocsServer(SITES[site]) as server:
-                for spec in (s for s in topics if s.site == site):
-                    results[spec.name] = {}
+        with Farm(topics) as farm, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            futures = {}
+            for run in range(1, args.repeat + 1):
+                for spec in topics:
                     for strategy in strategies:
-                        runs = [
-                            run_one(spec, strategy, server.base, relevant[spec.name], run, args)
-                            for run in range(1, args.repeat + 1)
-                        ]
-                        results[spec.name][strategy] = Figures.of(runs, relevant[spec.name])
+                        n_max = BUDGET * len(relevant[spec.name])
+                        job = pool.submit(crawl, spec, strategy, farm, n_max, args, run)
+                        futures[job] = (spec.name, strategy)
+            for job in concurrent.futures.as_completed(futures):
+                done = job.result()
+                crawls.setdefault(futures[job], []).append(done)
+                size = len(relevant[done.topic])
+                print(
+                    f"{done.topic:22} {STRATEGIES[done.strategy]:18} {len(done.fetched):4} "
+                    f"fetched in {done.seconds:5.1f}s ({done.closed}); recall@4R "
+                    f"{recall_at(done.fetched, relevant[done.topic], BUDGET * size):.2f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         if temporary and not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(args.workdir, ignore_errors=True)
+    results = {
+        spec.name: {s: Figures.of(crawls[(spec.name, s)], relevant[spec.name]) for s in strategies}
+        for spec in topics
+    }
     python = sys.executable
     if python.startswith(f"{REPO}{os.sep}"):
         python = os.path.relpath(python, REPO)
     command = " ".join([python, "benchmarks/bench_harvest.py", *(argv or sys.argv[1:])])
+    from provenance import git_commit
+
     report = [
-        f"Run {dt.date.today().isoformat()} on {machine()}; `{command}`; "
-        f"{time.monotonic() - started:.0f} s in all"
-        + (f"; each figure the median of {args.repeat} runs." if args.repeat > 1 else "."),
+        f"Run {dt.date.today().isoformat()} at {git_commit()} on {machine()}; `{command}`; "
+        f"{time.monotonic() - started:.0f} s in all; {len(topics)} topics, "
+        f"each figure the median of {args.repeat} run(s), (± half the spread).",
         "",
     ]
     if args.settings:
         report += [f"Extra scrapy-focus settings: `{' '.join(args.settings)}`", ""]
+    verdicts = [v for spec in topics if (v := verdict(spec.name, results[spec.name]))]
+    if verdicts:
+        report += ["Goals, per topic (fetches to 90% recall ÷ R):", "", *goals_table(verdicts), ""]
+    if "focus" in strategies:
+        focus_runs = {spec.name: crawls[(spec.name, "focus")] for spec in topics}
+        report += [*relevance_report(focus_runs, relevant), ""]
+    pictures = charts(args.charts, topics, results) if args.charts else {}
     for spec in topics:
-        report += [topic_table(spec, relevant[spec.name], results[spec.name]), ""]
-        if args.repeat > 1 and "focus" in results[spec.name]:
-            each = ", ".join(f"{r:.2f}" for r in results[spec.name]["focus"].runs_recall_4x)
-            report += [f"scrapy-focus recall@4x, run by run: {each}", ""]
-    report += ["Goals at N = 4 x relevant:", "", goals(relevant, results), ""]
+        report += topic_table(spec, len(relevant[spec.name]), results[spec.name])
+        if spec.name in pictures and args.out:
+            link = os.path.relpath(pictures[spec.name], args.out.parent)
+            report += ["", f"![recall vs fetches, {spec.name}]({link})"]
+        report.append("")
     text = "\n".join(report)
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     return 0
-
-
-def run_one(
-    spec: TopicSpec,
-    strategy: str,
-    base: str,
-    relevant: frozenset[str],
-    run: int,
-    args: argparse.Namespace,
-) -> Crawl:
-    n_max = MULTIPLES[-1] * len(relevant)
-    done = crawl(spec, strategy, base, n_max, args.workdir, args.settings, run)
-    recall, harvest = at(done.fetched, relevant, 4 * len(relevant))
-    print(
-        f"{spec.name:12} {STRATEGIES[strategy]:17} {len(done.fetched):4} fetched in "
-        f"{done.seconds:5.1f}s ({done.closed}); recall@4x {recall:.2f}, harvest@4x {harvest:.2f}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return done
 
 
 if __name__ == "__main__":
