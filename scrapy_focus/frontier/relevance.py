@@ -25,7 +25,7 @@ from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 from weakref import WeakKeyDictionary
 
@@ -264,7 +264,7 @@ class LinkModel:
     """
 
     buckets: int = 1 << 18
-    learning_rate: float = 0.5
+    learning_rate: float = 0.2
     weights: array = field(default_factory=lambda: array("d"))
     squares: array = field(default_factory=lambda: array("d"))  # AdaGrad's Σ g²
     bias: float = 0.0
@@ -278,25 +278,40 @@ class LinkModel:
             self.squares = array("d", bytes(8 * self.buckets))
 
     def hash(self, features: Iterable[str]) -> list[int]:
-        return sorted({zlib.crc32(f.encode()) % self.buckets for f in features})
+        return list(dict.fromkeys(zlib.crc32(f.encode()) % self.buckets for f in features))
 
-    def margin(self, indices: list[int]) -> float:
-        """What the model adds to the prior's logit."""
+    def margin(self, indices: list[int], groups: int = 0) -> float:
+        """What the model adds to the prior's logit.
+
+        The first ``len(indices) - groups`` indices are words (scaled by one
+        over the square root of their count, so a long anchor does not count
+        more than a short one); the last *groups* are the link's groups (its
+        host, directories, parent page), each counted whole: they are few, and
+        what they say of a link is what the crawl has seen of its neighbours.
+        """
         weights = self.weights
-        return self.bias + sum(weights[i] for i in indices) / math.sqrt(max(len(indices), 1))
+        words = len(indices) - groups
+        total = sum(weights[i] for i in indices[:words]) / math.sqrt(max(words, 1))
+        return self.bias + total + sum(weights[i] for i in indices[words:])
 
-    def predict(self, indices: list[int], offset: float = 0.0) -> float:
-        return _sigmoid(offset + self.margin(indices))
+    def predict(self, indices: list[int], offset: float = 0.0, groups: int = 0) -> float:
+        return _sigmoid(offset + self.margin(indices, groups))
 
     def update(
-        self, indices: list[int], label: float, offset: float = 0.0, weight: float = 1.0
+        self,
+        indices: list[int],
+        label: float,
+        offset: float = 0.0,
+        weight: float = 1.0,
+        groups: int = 0,
     ) -> None:
-        scale = 1.0 / math.sqrt(max(len(indices), 1))
-        error = weight * (self.predict(indices, offset) - label)
+        words = len(indices) - groups
+        error = weight * (self.predict(indices, offset, groups) - label)
         rate = self.learning_rate
-        gradient = error * scale
+        word_gradient = error / math.sqrt(max(words, 1))
         weights, squares = self.weights, self.squares
-        for i in indices:
+        for position, i in enumerate(indices):
+            gradient = word_gradient if position < words else error
             squares[i] += gradient * gradient
             delta = rate * gradient / math.sqrt(squares[i])
             weights[i] -= delta
@@ -391,24 +406,25 @@ def url_groups(url: str) -> list[str]:
 _NAME_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def link_features(link: LinkContext) -> list[str]:
-    """Hashed-feature names of a link: its words by where they appear, the
-    groups its URL belongs to, and its situation (the parent page, how relevant
-    it was, how far the last relevant ancestor is)."""
-    features = [f"a:{t}" for t in terms(f"{link.anchor} {link.title}")]
-    features += [f"u:{t}" for t in url_terms(link.url)]
-    features += [f"h:{t}" for t in terms(link.heading)]
-    features += [f"c:{t}" for t in set(terms(link.context))]
-    features += url_groups(link.url)
+def link_features(link: LinkContext) -> tuple[list[str], list[str]]:
+    """Hashed-feature names of a link: its words by where they appear and its
+    situation (how relevant the parent was, how far the last relevant ancestor
+    is); then its groups: those of its URL (:func:`url_groups`), the parent
+    page, and the parent's directories."""
+    words = [f"a:{t}" for t in terms(f"{link.anchor} {link.title}")]
+    words += [f"u:{t}" for t in url_terms(link.url)]
+    words += [f"h:{t}" for t in terms(link.heading)]
+    words += [f"c:{t}" for t in set(terms(link.context))]
+    if link.parent_relevance is not None:
+        words.append(f"pr:{min(4, int(link.parent_relevance * 5))}")
+    words.append(f"dist:{min(link.distance, 4)}")
+    groups = url_groups(link.url)
     if link.parent_url:
         # The outcome of a page's other links: a section index's first relevant
         # children raise the rest of its links.
-        features.append(f"parent:{link.parent_url}")
-        features += [f"p{group}" for group in url_groups(link.parent_url)[1:]]
-    if link.parent_relevance is not None:
-        features.append(f"pr:{min(4, int(link.parent_relevance * 5))}")
-    features.append(f"dist:{min(link.distance, 4)}")
-    return features
+        groups.append(f"parent:{link.parent_url}")
+        groups += [f"p{group}" for group in url_groups(link.parent_url)[1:]]
+    return words, groups
 
 
 @dataclass(frozen=True)
@@ -422,9 +438,9 @@ class LinkScore:
 #: relative to the term itself, in a link's anchor and URL.
 COMPOUND_WEIGHT = 0.6
 
-#: A page linked from a page that proved irrelevant, but one of whose own links led
-#: to a relevant page, is a hub: the link that led to it is credited as this much
-#: of a relevant example (delayed reward, as Rennie & McCallum's).
+#: A page one of whose links led to a more relevant page than itself is a hub: the
+#: link that led to it is trained again, at this weight, with the child's relevance
+#: (delayed reward, as Rennie & McCallum's).
 HUB_CREDIT = 0.5
 
 #: How many fetched pages' links are remembered, to credit hubs.
@@ -453,8 +469,8 @@ class LinkScorer:
         self.threshold = relevance_threshold
         self.decay = decay
         # url of a fetched page → the hashed features and prior logit of the link
-        # that led to it, and whether it was relevant (or credited as a hub)
-        self._fetched: OrderedDict[str, tuple[array, float, bool]] = OrderedDict()
+        # that led to it, and the label it was last trained with
+        self._fetched: OrderedDict[str, _Trained] = OrderedDict()
 
     def inherited(self, link: LinkContext) -> float:
         """Shark-search: a relevant parent hands down its relevance, decayed; an
@@ -497,34 +513,57 @@ class LinkScorer:
         """The prior as the model's starting logit (kept off 0 and 1)."""
         return _logit(0.02 + 0.96 * prior)
 
+    def features(self, link: LinkContext) -> tuple[list[int], int]:
+        """The link's hashed features (words, then groups) and how many are groups."""
+        words, groups = link_features(link)
+        word_indices = self.model.hash(words)
+        group_indices = [i for i in self.model.hash(groups) if i not in set(word_indices)]
+        return word_indices + group_indices, len(group_indices)
+
     def score(self, link: LinkContext) -> LinkScore:
         prior = self.prior(link)
         score = prior
         if self.model.updates:
-            indices = self.model.hash(link_features(link))
-            score = self.model.predict(indices, self.offset(prior))
+            indices, groups = self.features(link)
+            score = self.model.predict(indices, self.offset(prior), groups)
         return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
 
     def learn(self, link: LinkContext, child_relevance: float) -> None:
         """The page *link* led to had *child_relevance*: train the link model.
 
-        A relevant page also credits, once, the link that led to its parent when
-        that parent was itself irrelevant (:data:`HUB_CREDIT`): the way into a
-        section is often an index whose own words are not the topic's.
+        The label is the relevance itself, not whether it passed the threshold:
+        on a site where the topic's own pages score 0.4 and the rest 0.2, a
+        threshold of 0.5 would call them all irrelevant and teach nothing.
+
+        A page more relevant than its parent also credits the link that led to
+        the parent (:data:`HUB_CREDIT`), each time one of its children beats
+        the best before: the way into a section is often an index whose own
+        words are not the topic's (delayed reward).
         """
-        relevant = child_relevance >= self.threshold
-        indices = self.model.hash(link_features(link))
+        label = max(0.0, min(1.0, child_relevance))
+        indices, groups = self.features(link)
         offset = self.offset(self.prior(link))
-        self.model.update(indices, 1.0 if relevant else 0.0, offset)
-        self._fetched[link.url] = (array("I", indices), offset, relevant)
+        self.model.update(indices, label, offset, groups=groups)
+        self._fetched[link.url] = _Trained(array("I", indices), groups, offset, label)
         if len(self._fetched) > _REMEMBERED_LINKS:
             self._fetched.popitem(last=False)
-        if relevant and link.parent_url:
+        if link.parent_url:
             parent = self._fetched.get(link.parent_url)
-            if parent is not None and not parent[2]:
-                # Credited once: the parent is now remembered as a good link.
-                self._fetched[link.parent_url] = (parent[0], parent[1], True)
-                self.model.update(list(parent[0]), 1.0, parent[1], HUB_CREDIT)
+            if parent is not None and label > parent.label:
+                # The parent is now remembered at its best child's relevance.
+                self._fetched[link.parent_url] = parent._replace(label=label)
+                self.model.update(
+                    list(parent.indices), label, parent.offset, HUB_CREDIT, parent.groups
+                )
+
+
+class _Trained(NamedTuple):
+    """What the scorer remembers of the link that led to a fetched page."""
+
+    indices: array
+    groups: int
+    offset: float
+    label: float
 
 
 # -- one model per crawl -------------------------------------------------------------
