@@ -172,9 +172,9 @@ FOCUS_MAX_REPEATED_SEGMENT = 2
 FOCUS_MAX_QUERY_PARAMS = 12
 FOCUS_MAX_QUERY_VARIANTS = 200  # distinct query strings per path
 FOCUS_MAX_PAGES_PER_HOST = 0  # 0: unlimited
-#: Re-score pending links after the link model moved this much (sum of |Δw|),
-#: at most this many entries at a time.
-FOCUS_RESCORE_DRIFT = 50.0
+#: Re-score pending links after the link model's group estimates moved this much
+#: in total (the sum of their changes), at most this many entries at a time.
+FOCUS_RESCORE_DRIFT = 2.0
 FOCUS_RESCORE_WINDOW = 2000
 #: Backoff after 429/503 without Retry-After: doubles from BASE up to MAX seconds.
 FOCUS_BASE_BACKOFF = 5.0

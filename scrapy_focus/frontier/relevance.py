@@ -21,7 +21,6 @@ import json
 import math
 import re
 import zlib
-from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -242,140 +241,90 @@ class LinkContext:
 
 @dataclass
 class LinkModel:
-    """Online logistic regression over hashed link features, on top of the prior.
+    """What the crawl has learnt of link groups: how far their pages' relevance
+    fell from, or rose above, what the topic prior expected.
 
     The contract:
 
-    * ``predict(indices, offset)`` is P(the link leads to a relevant page):
-      ``sigmoid(offset + bias + Σ w[i] / √n)``, *offset* being the logit of
-      the link's topic prior.  An untrained model returns the prior itself, so
-      the crawl starts from the topic's reading of each link and the model
-      only learns what the prior gets wrong *on this site*.
-    * ``update(indices, label, offset, weight)`` is one step of gradient
-      descent on the log loss of that prediction, with a per-feature step
-      that shrinks as the feature is seen (AdaGrad): a feature met in a few
-      examples moves at once, a feature met in every example settles.
-      A directory or an anchor word whose pages keep scoring low therefore
-      sinks the links that carry it within a few tens of fetches, however
-      strongly the topic's words pulled them up.
+    * a link belongs to a *chain* of groups, from the most general to the most
+      specific (its host, its directories, its directory and file-name prefix,
+      the page it was found on: :meth:`LinkScorer.chain`);
+    * ``update(chain, residual, weight)`` records one fetched page of that
+      chain: *residual* is its relevance minus the prior of the link that led
+      to it;
+    * ``correction(chain)`` is the expected residual of a new link of that
+      chain: each group's mean residual, shrunk toward the estimate of the group
+      above it by ``pseudo`` pages' worth of weight (hierarchical smoothing).  A
+      group nobody fetched from says nothing, so an untried directory takes its
+      host's estimate and an untried host none at all: 0, the prior alone.
 
-    Plain Python over fixed-size arrays: per link, microseconds.  Serialised
-    as data (:meth:`to_bytes`), never as code.
+    Counts, not gradient steps: the estimate does not depend on the order the
+    pages came in, and a handful of pages of a group moves all its links.
+    Saved as data (:meth:`to_bytes`), never as code.
     """
 
-    buckets: int = 1 << 18
-    learning_rate: float = 0.2
-    weights: array = field(default_factory=lambda: array("d"))
-    squares: array = field(default_factory=lambda: array("d"))  # AdaGrad's Σ g²
-    bias: float = 0.0
-    bias_squares: float = 0.0
+    pseudo: float = 3.0
+    max_groups: int = 1_000_000
+    stats: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
     updates: int = 0
-    drift: float = 0.0  # accumulated weight change since the crawl started
+    drift: float = 0.0  # total change of group estimates since the crawl started
 
-    def __post_init__(self) -> None:
-        if not self.weights:
-            self.weights = array("d", bytes(8 * self.buckets))
-            self.squares = array("d", bytes(8 * self.buckets))
+    def correction(self, chain: Iterable[str]) -> float:
+        estimate = 0.0
+        stats, pseudo = self.stats, self.pseudo
+        for group in chain:
+            counts = stats.get(group)
+            if counts is not None:
+                estimate = (counts[1] + pseudo * estimate) / (counts[0] + pseudo)
+        return estimate
 
-    def hash(self, features: Iterable[str]) -> list[int]:
-        return list(dict.fromkeys(zlib.crc32(f.encode()) % self.buckets for f in features))
-
-    def margin(self, indices: list[int], groups: int = 0) -> float:
-        """What the model adds to the prior's logit.
-
-        The first ``len(indices) - groups`` indices are words (scaled by one
-        over the square root of their count, so a long anchor does not count
-        more than a short one); the last *groups* are the link's groups (its
-        host, directories, parent page), each counted whole: they are few, and
-        what they say of a link is what the crawl has seen of its neighbours.
-        """
-        weights = self.weights
-        words = len(indices) - groups
-        total = sum(weights[i] for i in indices[:words]) / math.sqrt(max(words, 1))
-        return self.bias + total + sum(weights[i] for i in indices[words:])
-
-    def predict(self, indices: list[int], offset: float = 0.0, groups: int = 0) -> float:
-        return _sigmoid(offset + self.margin(indices, groups))
-
-    def update(
-        self,
-        indices: list[int],
-        label: float,
-        offset: float = 0.0,
-        weight: float = 1.0,
-        groups: int = 0,
-    ) -> None:
-        words = len(indices) - groups
-        error = weight * (self.predict(indices, offset, groups) - label)
-        rate = self.learning_rate
-        word_gradient = error / math.sqrt(max(words, 1))
-        weights, squares = self.weights, self.squares
-        for position, i in enumerate(indices):
-            gradient = word_gradient if position < words else error
-            squares[i] += gradient * gradient
-            delta = rate * gradient / math.sqrt(squares[i])
-            weights[i] -= delta
-            self.drift += abs(delta)
-        self.bias_squares += error * error
-        self.bias -= 0.1 * rate * error / math.sqrt(self.bias_squares)
+    def update(self, chain: Iterable[str], residual: float, weight: float = 1.0) -> None:
+        stats = self.stats
+        for group in chain:
+            counts = stats.get(group)
+            if counts is None:
+                counts = stats[group] = [0.0, 0.0]
+                if len(stats) > self.max_groups:
+                    stats.popitem(last=False)
+            counts[0] += weight
+            counts[1] += weight * residual
+            self.drift += weight * abs(residual) / (counts[0] + self.pseudo)
         self.updates += 1
 
     def to_bytes(self) -> bytes:
-        header = json.dumps(
-            {
-                "buckets": self.buckets,
-                "learning_rate": self.learning_rate,
-                "bias": self.bias,
-                "bias_squares": self.bias_squares,
-                "updates": self.updates,
-                "drift": self.drift,
-            }
-        ).encode()
-        return b"".join(
-            [
-                _MODEL_MAGIC,
-                len(header).to_bytes(4, "big"),
-                header,
-                zlib.compress(self.weights.tobytes() + self.squares.tobytes()),
-            ]
-        )
+        state = {
+            "pseudo": self.pseudo,
+            "max_groups": self.max_groups,
+            "updates": self.updates,
+            "drift": self.drift,
+            "stats": list(self.stats.items()),
+        }
+        return _MODEL_MAGIC + zlib.compress(json.dumps(state).encode())
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> LinkModel:
+    def from_bytes(cls, data: bytes, limit: int = 1 << 30) -> LinkModel:
         """A model saved by :meth:`to_bytes`; ValueError for anything else."""
         if not data.startswith(_MODEL_MAGIC):
             raise ValueError("not a saved link model")
-        body = data[len(_MODEL_MAGIC) :]
-        size = int.from_bytes(body[:4], "big")
-        header = json.loads(body[4 : 4 + size])
-        buckets = int(header["buckets"])
-        raw = zlib.decompressobj().decompress(body[4 + size :], 16 * buckets + 1)
-        if len(raw) != 16 * buckets:
-            raise ValueError("a saved link model of the wrong size")
-        weights, squares = array("d"), array("d")
-        weights.frombytes(raw[: 8 * buckets])
-        squares.frombytes(raw[8 * buckets :])
-        return cls(
-            buckets=buckets,
-            learning_rate=float(header["learning_rate"]),
-            weights=weights,
-            squares=squares,
-            bias=float(header["bias"]),
-            bias_squares=float(header["bias_squares"]),
-            updates=int(header["updates"]),
-            drift=float(header["drift"]),
-        )
+        try:
+            raw = zlib.decompressobj().decompress(data[len(_MODEL_MAGIC) :], limit)
+            state = json.loads(raw)
+            stats = OrderedDict(
+                (str(group), [float(counts[0]), float(counts[1])])
+                for group, counts in state["stats"]
+            )
+            return cls(
+                pseudo=float(state["pseudo"]),
+                max_groups=int(state["max_groups"]),
+                stats=stats,
+                updates=int(state["updates"]),
+                drift=float(state["drift"]),
+            )
+        except (zlib.error, KeyError, TypeError, IndexError, ValueError) as error:
+            raise ValueError(f"a damaged saved link model: {error}") from error
 
 
-_MODEL_MAGIC = b"focus-link-model/2\n"
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-def _logit(p: float) -> float:
-    return math.log(p / (1.0 - p))
+_MODEL_MAGIC = b"focus-link-model/3\n"
 
 
 def url_groups(url: str) -> list[str]:
@@ -406,27 +355,6 @@ def url_groups(url: str) -> list[str]:
 _NAME_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def link_features(link: LinkContext) -> tuple[list[str], list[str]]:
-    """Hashed-feature names of a link: its words by where they appear and its
-    situation (how relevant the parent was, how far the last relevant ancestor
-    is); then its groups: those of its URL (:func:`url_groups`), the parent
-    page, and the parent's directories."""
-    words = [f"a:{t}" for t in terms(f"{link.anchor} {link.title}")]
-    words += [f"u:{t}" for t in url_terms(link.url)]
-    words += [f"h:{t}" for t in terms(link.heading)]
-    words += [f"c:{t}" for t in set(terms(link.context))]
-    if link.parent_relevance is not None:
-        words.append(f"pr:{min(4, int(link.parent_relevance * 5))}")
-    words.append(f"dist:{min(link.distance, 4)}")
-    groups = url_groups(link.url)
-    if link.parent_url:
-        # The outcome of a page's other links: a section index's first relevant
-        # children raise the rest of its links.
-        groups.append(f"parent:{link.parent_url}")
-        groups += [f"p{group}" for group in url_groups(link.parent_url)[1:]]
-    return words, groups
-
-
 @dataclass(frozen=True)
 class LinkScore:
     score: float
@@ -439,22 +367,23 @@ class LinkScore:
 COMPOUND_WEIGHT = 0.6
 
 #: A page one of whose links led to a more relevant page than itself is a hub: the
-#: link that led to it is trained again, at this weight, with the child's relevance
+#: link that led to it counts again, at this weight, with the child's relevance
 #: (delayed reward, as Rennie & McCallum's).
 HUB_CREDIT = 0.5
 
 #: How many fetched pages' links are remembered, to credit hubs.
-_REMEMBERED_LINKS = 100_000
+_REMEMBERED_LINKS = 200_000
 
 
 class LinkScorer:
-    """Scores links from their context: the topic prior, corrected by the online model.
+    """Scores links from their context: the topic prior, corrected by what the
+    crawl learnt of the link's groups.
 
-    ``score = sigmoid(logit(prior) + margin)``: before the crawl has read a page
-    the score is the prior (how much the link's anchor, context, URL and parent
-    match the topic); each page read trains the model on the link that led to
-    it (:meth:`learn`), and the model's margin moves every link that shares its
-    features, up or down.
+    ``score = prior + correction``: before the crawl has read a page the score
+    is the prior (how much the link's anchor, context, URL and parent match the
+    topic); each page read tells the model (:class:`LinkModel`) how much more or
+    less relevant it was than its link's prior, and that moves every link of its
+    groups, up or down.
     """
 
     def __init__(
@@ -468,8 +397,8 @@ class LinkScorer:
         self.model = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
-        # url of a fetched page → the hashed features and prior logit of the link
-        # that led to it, and the label it was last trained with
+        # url of a fetched page → the chain and prior of the link that led to it,
+        # and the best relevance it was credited with
         self._fetched: OrderedDict[str, _Trained] = OrderedDict()
 
     def inherited(self, link: LinkContext) -> float:
@@ -509,60 +438,56 @@ class LinkScorer:
         return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
 
     @staticmethod
-    def offset(prior: float) -> float:
-        """The prior as the model's starting logit (kept off 0 and 1)."""
-        return _logit(0.02 + 0.96 * prior)
-
-    def features(self, link: LinkContext) -> tuple[list[int], int]:
-        """The link's hashed features (words, then groups) and how many are groups."""
-        words, groups = link_features(link)
-        word_indices = self.model.hash(words)
-        group_indices = [i for i in self.model.hash(groups) if i not in set(word_indices)]
-        return word_indices + group_indices, len(group_indices)
+    def chain(link: LinkContext) -> list[str]:
+        """The link's groups, from the most general to the most specific: its
+        host, the page it was found on (whose first links' outcome predicts its
+        other links'), then the directories and file-name prefix of its URL
+        (:func:`url_groups`), which say more of a link than a page that may
+        link to every section of the site."""
+        host, *path_groups = url_groups(link.url)
+        chain = [host]
+        if link.parent_url:
+            chain.append(f"parent:{link.parent_url}")
+        return chain + path_groups
 
     def score(self, link: LinkContext) -> LinkScore:
         prior = self.prior(link)
         score = prior
         if self.model.updates:
-            indices, groups = self.features(link)
-            score = self.model.predict(indices, self.offset(prior), groups)
+            score = prior + self.model.correction(self.chain(link))
         return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
 
     def learn(self, link: LinkContext, child_relevance: float) -> None:
-        """The page *link* led to had *child_relevance*: train the link model.
+        """The page *link* led to had *child_relevance*: teach the link model.
 
-        The label is the relevance itself, not whether it passed the threshold:
-        on a site where the topic's own pages score 0.4 and the rest 0.2, a
-        threshold of 0.5 would call them all irrelevant and teach nothing.
+        What is learnt is the relevance itself, not whether it passed the
+        threshold: on a site where the topic's own pages score 0.4 and the rest
+        0.2, a threshold of 0.5 would call them all irrelevant and teach nothing.
 
-        A page more relevant than its parent also credits the link that led to
-        the parent (:data:`HUB_CREDIT`), each time one of its children beats
+        A page more relevant than its parent also counts for the link that led
+        to the parent (:data:`HUB_CREDIT`), each time one of its children beats
         the best before: the way into a section is often an index whose own
-        words are not the topic's (delayed reward).
+        words are not the topic's (a delayed reward).
         """
         label = max(0.0, min(1.0, child_relevance))
-        indices, groups = self.features(link)
-        offset = self.offset(self.prior(link))
-        self.model.update(indices, label, offset, groups=groups)
-        self._fetched[link.url] = _Trained(array("I", indices), groups, offset, label)
+        chain = self.chain(link)
+        prior = self.prior(link)
+        self.model.update(chain, label - prior)
+        self._fetched[link.url] = _Trained(tuple(chain), prior, label)
         if len(self._fetched) > _REMEMBERED_LINKS:
             self._fetched.popitem(last=False)
         if link.parent_url:
             parent = self._fetched.get(link.parent_url)
             if parent is not None and label > parent.label:
-                # The parent is now remembered at its best child's relevance.
                 self._fetched[link.parent_url] = parent._replace(label=label)
-                self.model.update(
-                    list(parent.indices), label, parent.offset, HUB_CREDIT, parent.groups
-                )
+                self.model.update(parent.chain, label - parent.prior, HUB_CREDIT)
 
 
 class _Trained(NamedTuple):
     """What the scorer remembers of the link that led to a fetched page."""
 
-    indices: array
-    groups: int
-    offset: float
+    chain: tuple[str, ...]
+    prior: float
     label: float
 
 

@@ -105,7 +105,7 @@ class FrontierConfig:
             max_query_variants=settings.getint("FOCUS_MAX_QUERY_VARIANTS", 200),
             hard_focus=settings.getbool("FOCUS_HARD_FOCUS"),
             relevance_threshold=settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5),
-            rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 50.0),
+            rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 2.0),
             rescore_window=settings.getint("FOCUS_RESCORE_WINDOW", 2000),
         )
 
