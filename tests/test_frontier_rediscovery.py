@@ -3,6 +3,7 @@ still waiting in the frontier, found again from a page on the topic, moves up.""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,9 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
+from scrapy_focus.frontier.relevance import LinkContext
 from scrapy_focus.frontier.scheduler import FocusScheduler
+from scrapy_focus.frontier.store_local import LmdbFrontierStore
 
 SITE = "http://docs.example"
 
@@ -120,3 +123,36 @@ def test_a_way_to_the_page_beyond_the_depth_limit_is_not_taken(tmp_path):
         assert scheduler.crawler.stats.get_value("focus/frontier/raised") is None
         (taken,) = drain(scheduler)
         assert taken.meta["depth"] == 1
+
+
+class _Planted:
+    """A pickle that creates a file when unpickled: what a forged JOBDIR could hold."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def test_the_link_model_resumes_from_the_job_and_a_pickle_in_its_place_is_not_run(tmp_path):
+    learnt = LinkContext(
+        url=f"{SITE}/library/threading.html",
+        anchor="threads",
+        parent_url=f"{SITE}/library/index.html",
+        parent_relevance=0.2,
+    )
+    with open_scheduler(tmp_path) as first:
+        assert first.model.scorer is not None
+        first.model.scorer.learn(learnt, 0.9)
+    with open_scheduler(tmp_path) as resumed:
+        assert resumed.model.scorer is not None
+        assert resumed.model.scorer.model.updates == 1
+    store = LmdbFrontierStore(tmp_path / "job" / "focus-frontier")
+    marker = tmp_path / "planted"
+    store.put_state("link_model", pickle.dumps(_Planted(marker)))
+    store.close()
+    with open_scheduler(tmp_path) as forged:
+        assert forged.model.scorer is not None
+        assert forged.model.scorer.model.updates == 0  # a new model, not the file's
+    assert not marker.exists()

@@ -219,7 +219,7 @@ def test_the_first_relevant_pages_of_a_directory_raise_its_other_links():
     assert scorer.score(waiting).score > scorer.score(elsewhere).score + 0.1
 
 
-def test_a_relevant_page_credits_the_link_to_its_irrelevant_parent_once():
+def test_a_relevant_page_credits_the_link_to_its_less_relevant_parent():
     # The way into a section is often an index that shares no word with the topic.
     scorer = LinkScorer(Topic("asteroids and comets"))
     index = _link("sky.test", "/catalogue/index.html", "Catalogue")
@@ -237,7 +237,8 @@ def test_a_relevant_page_credits_the_link_to_its_irrelevant_parent_once():
     assert credited > before
     updates = scorer.model.updates
     scorer.learn(replace(child, url="http://sky.test/catalogue/vesta.html"), 0.9)
-    assert scorer.model.updates == updates + 1  # the parent is credited once, not per child
+    # a child no better than the best before credits the parent no further
+    assert scorer.model.updates == updates + 1
 
 
 def test_a_saved_link_model_is_data_and_comes_back_equal():

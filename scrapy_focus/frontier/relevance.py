@@ -10,8 +10,9 @@ crawl.  The scheduler and the link-context middleware are its only callers.
   headings and main text.
 * :class:`LinkScorer` scores a link in [0, 1]: a prior (topic similarity of its
   anchor, context and URL tokens, the parent's relevance and a shark-search
-  inherited score) blended with an online logistic model over hashed features,
-  trained as the children's relevance becomes known.
+  inherited score) plus the correction :class:`LinkModel` learnt for the
+  link's groups (host, parent page, directories) as the relevance of the
+  pages fetched from them became known.
 """
 
 from __future__ import annotations

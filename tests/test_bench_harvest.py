@@ -1,0 +1,112 @@
+"""The harvest benchmark's own machinery (benchmarks/bench_harvest.py, harvest_suite.py):
+its figures, its ground truth, and a real run of two orderings on one topic of the
+Python docs (Debian's python3.11-doc, which .ci/setup installs)."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from bench_harvest import Crawl, Figures, auc, fetches_to, keywords, verdict  # noqa: E402
+from harvest_suite import TOPICS  # noqa: E402
+
+
+def test_auc_ranks_and_counts_ties_half():
+    assert auc([0.9, 0.8, 0.1, 0.2], [True, True, False, False]) == 1.0
+    assert auc([0.1, 0.2, 0.9, 0.8], [True, True, False, False]) == 0.0
+    assert auc([0.5, 0.5], [True, False]) == 0.5
+    assert math.isnan(auc([0.3], [True]))
+
+
+def test_figures_are_in_units_of_the_relevant_set():
+    relevant = frozenset(f"p{i}" for i in range(10))
+    order = ["x1", *[f"p{i}" for i in range(5)], "x2", *[f"p{i}" for i in range(5, 10)]]
+    assert fetches_to(order, relevant) == 11  # the 9th relevant page is the 11th fetch
+    assert fetches_to(order[:5], relevant) is None
+    runs = [
+        Crawl("t", "focus", order, {}, 1.0, "done"),
+        Crawl("t", "focus", order[1:], {}, 1.0, ""),
+    ]
+    figures = Figures.of(runs, relevant)
+    assert figures.to_90 == [1.1, 1.0]
+    assert figures.spread_to_90 == pytest.approx(0.1)
+    assert figures.recall[1] == [0.8, 0.9]
+
+
+def test_the_goal_compares_with_the_best_baseline_and_breadth_first():
+    relevant = frozenset(f"p{i}" for i in range(10))
+    pages = [f"p{i}" for i in range(10)]
+    never = Crawl("t", "bfs", [f"x{i}" for i in range(40)], {}, 1.0, "")
+    fast = Crawl("t", "url", pages, {}, 1.0, "")
+    slow = Crawl("t", "focus", ["x"] * 5 + pages, {}, 1.0, "")
+    result = verdict(
+        "t",
+        {
+            "bfs": Figures.of([never], relevant),
+            "url": Figures.of([fast], relevant),
+            "focus": Figures.of([slow], relevant),
+        },
+    )
+    assert result is not None
+    assert result.best_name == "URL best-first"
+    checks = result.checks()
+    assert not checks["≤ 1.1x best"]  # 1.4 R against 0.9 R
+    assert checks["≤ breadth-first"]  # breadth-first never got there
+    assert checks["recall@4R ≥ 0.95"]
+
+
+def test_url_keywords_are_the_topic_words_stemmed():
+    assert keywords("Asynchronous tasks and the event loop") == [
+        "asynchron",
+        "event",
+        "loop",
+        "task",
+    ]
+
+
+python_docs = pytest.mark.skipif(
+    not Path("/usr/share/doc/python3.11/html/library/asyncio.html").is_file(),
+    reason="Debian's python3.11-doc is not installed (.ci/setup installs it)",
+)
+
+
+@python_docs
+def test_ground_truth_is_the_sections_toctree():
+    relevant = TOPICS["asyncio"].relevant()
+    assert len(relevant) == 17
+    assert "python/library/asyncio-task.html" in relevant
+    assert "python/library/threading.html" not in relevant
+
+
+@python_docs
+def test_a_run_reports_every_ordering_and_the_focused_crawl_finds_more(tmp_path):
+    report = tmp_path / "report.md"
+    command = [
+        sys.executable, str(BENCHMARKS / "bench_harvest.py"), "--topics", "asyncio",
+        "--strategies", "bfs,focus", "--repeat", "1", "--jobs", "2", "--no-install",
+        "--out", str(report), "--charts", str(tmp_path / "charts"),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=600)
+    text = report.read_text()
+    rows = {
+        name: cells
+        for name, *cells in (
+            [cell.strip() for cell in line.strip("|").split("|")]
+            for line in text.splitlines()
+            if re.match(r"\| (oracle|breadth-first|scrapy-focus) \|", line)
+        )
+    }
+    assert set(rows) == {"oracle", "breadth-first", "scrapy-focus"}
+    recall_4r = {name: float(cells[3].split()[0]) for name, cells in rows.items()}
+    assert recall_4r["oracle"] == 1.0
+    assert recall_4r["scrapy-focus"] > recall_4r["breadth-first"] + 0.5
+    assert "Page relevance ROC AUC" in text
+    assert (tmp_path / "charts" / "asyncio.png").stat().st_size > 1000
