@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -376,7 +377,14 @@ class Figures:
 
     @property
     def spread_to_90(self) -> float:
-        return max(self.to_90) - min(self.to_90)
+        return spread(self.to_90)
+
+
+def spread(values: list[float]) -> float:
+    """max - min; 0 when every run agrees (never included), ∞ when only some got there."""
+    if len(set(values)) <= 1:
+        return 0.0
+    return max(values) - min(values)
 
 
 def oracle(size: int) -> Figures:
@@ -396,8 +404,8 @@ def _ratio(value: float) -> str:
 def _spread(values: list[float]) -> str:
     if len(values) < 2:
         return ""
-    spread = max(values) - min(values)
-    return " (±∞)" if math.isinf(spread) else f" (±{spread / 2:.2f})"
+    width = spread(values)
+    return " (spread ∞)" if math.isinf(width) else f" (spread {width:.2f})"
 
 
 def topic_table(spec: TopicSpec, size: int, figures: dict[str, Figures]) -> list[str]:
@@ -430,8 +438,10 @@ class Verdict:
 
     @property
     def ratio(self) -> float:
+        """scrapy-focus ÷ the best baseline; where no baseline got there within the
+        budget, it is counted as getting there at the budget (in its favour)."""
         if math.isinf(self.best):
-            return 0.0 if not math.isinf(self.focus) else math.nan
+            return self.focus / BUDGET if not math.isinf(self.focus) else math.nan
         return self.focus / self.best
 
     def checks(self) -> dict[str, bool]:
@@ -456,7 +466,7 @@ def verdict(name: str, figures: dict[str, Figures]) -> Verdict | None:
         best_name=STRATEGIES[best_name],
         bfs=baselines.get("bfs", math.inf),
         recall_4r=statistics.median(focus.recall[BUDGET]),
-        spread=focus.spread_to_90 if len(focus.to_90) > 1 else 0.0,
+        spread=focus.spread_to_90,
     )
 
 
@@ -469,10 +479,9 @@ def goals_table(verdicts: list[Verdict]) -> list[str]:
     for v in verdicts:
         marks = ["yes" if ok else "**no**" for ok in v.checks().values()]
         ratio = "—" if math.isnan(v.ratio) else f"{v.ratio:.2f}"
+        best = f"{_ratio(v.best)} ({v.best_name})" if not math.isinf(v.best) else "never (none)"
         lines.append(
-            f"| {v.topic} | {_ratio(v.focus)} | {_ratio(v.best)} ({v.best_name}) | {ratio} | "
-            + " | ".join(marks)
-            + " |"
+            f"| {v.topic} | {_ratio(v.focus)} | {best} | {ratio} | " + " | ".join(marks) + " |"
         )
     ratios = [v.ratio for v in verdicts if not math.isnan(v.ratio)]
     met = sum(all(v.checks().values()) for v in verdicts)
@@ -598,6 +607,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the crawl directories")
     parser.add_argument("--no-install", action="store_true", help="do not apt-get the docs")
     parser.add_argument(
+        "--save", type=Path, help="append every finished crawl here (JSON lines), as it ends"
+    )
+    parser.add_argument(
+        "--load", type=Path, help="report on the crawls saved in this file; crawl nothing"
+    )
+    parser.add_argument(
         "-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
         help="an extra setting for the scrapy-focus crawls (say why in the report)",
     )  # fmt: skip
@@ -615,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
     for strategy in strategies:
         if strategy not in STRATEGIES:
             raise SystemExit(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    relevant = {spec.name: spec.relevant() for spec in topics}
+    if args.load:
+        crawls = load_crawls(args.load, names, strategies)
+        return report(args, argv, topics, strategies, relevant, crawls, 0.0)
     missing = missing_packages(topics)
     if missing:
         if args.no_install:
@@ -627,7 +646,6 @@ def main(argv: list[str] | None = None) -> int:
     temporary = args.workdir is None
     args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-harvest-"))
     started = time.monotonic()
-    relevant = {spec.name: spec.relevant() for spec in topics}
     crawls: dict[tuple[str, str], list[Crawl]] = {}
     try:
         with Farm(topics) as farm, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -641,6 +659,9 @@ def main(argv: list[str] | None = None) -> int:
             for job in concurrent.futures.as_completed(futures):
                 done = job.result()
                 crawls.setdefault(futures[job], []).append(done)
+                if args.save:
+                    with args.save.open("a", encoding="utf-8") as saved:
+                        saved.write(json.dumps(dataclasses.asdict(done)) + "\n")
                 size = len(relevant[done.topic])
                 print(
                     f"{done.topic:22} {STRATEGIES[done.strategy]:18} {len(done.fetched):4} "
@@ -652,6 +673,33 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if temporary and not args.keep:
             shutil.rmtree(args.workdir, ignore_errors=True)
+    return report(args, argv, topics, strategies, relevant, crawls, time.monotonic() - started)
+
+
+def load_crawls(
+    path: Path, names: list[str], strategies: list[str]
+) -> dict[tuple[str, str], list[Crawl]]:
+    """The crawls a ``--save`` file holds, of these topics and orderings."""
+    crawls: dict[tuple[str, str], list[Crawl]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        done = Crawl(**json.loads(line))
+        if done.topic in names and done.strategy in strategies:
+            crawls.setdefault((done.topic, done.strategy), []).append(done)
+    missing = [(n, s) for n in names for s in strategies if (n, s) not in crawls]
+    if missing:
+        raise SystemExit(f"{path} holds no crawl of {missing[:5]}...")
+    return crawls
+
+
+def report(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    topics: list[TopicSpec],
+    strategies: list[str],
+    relevant: dict[str, frozenset[str]],
+    crawls: dict[tuple[str, str], list[Crawl]],
+    seconds: float,
+) -> int:
     results = {
         spec.name: {s: Figures.of(crawls[(spec.name, s)], relevant[spec.name]) for s in strategies}
         for spec in topics
@@ -664,8 +712,8 @@ def main(argv: list[str] | None = None) -> int:
 
     report = [
         f"Run {dt.date.today().isoformat()} at {git_commit()} on {machine()}; `{command}`; "
-        f"{time.monotonic() - started:.0f} s in all; {len(topics)} topics, "
-        f"each figure the median of {args.repeat} run(s), (± half the spread).",
+        f"{seconds:.0f} s in all; {len(topics)} topics, each figure the median of "
+        f"{args.repeat} run(s), with the spread (max - min) over the runs.",
         "",
     ]
     if args.settings:
