@@ -63,6 +63,7 @@ import argparse
 import concurrent.futures
 import dataclasses
 import datetime as dt
+import gzip
 import json
 import math
 import os
@@ -679,9 +680,12 @@ def main(argv: list[str] | None = None) -> int:
 def load_crawls(
     path: Path, names: list[str], strategies: list[str]
 ) -> dict[tuple[str, str], list[Crawl]]:
-    """The crawls a ``--save`` file holds, of these topics and orderings."""
+    """The crawls a ``--save`` file holds (gzipped or not), of these topics and orderings."""
     crawls: dict[tuple[str, str], list[Crawl]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as saved:
+        lines = saved.read().splitlines()
+    for line in lines:
         done = Crawl(**json.loads(line))
         if done.topic in names and done.strategy in strategies:
             crawls.setdefault((done.topic, done.strategy), []).append(done)
