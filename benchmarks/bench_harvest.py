@@ -254,9 +254,9 @@ def crawl(
     hosts = farm.allowed_hosts(spec)
     env = None
     if strategy == "crawl4ai":
-        from crawl4ai_env import child_env
+        from crawl4ai_env import child_env, venv_dir
 
-        env = child_env(args.crawl4ai_python.parent.parent)
+        env = child_env(venv_dir())
         command = [
             str(args.crawl4ai_python), str(HERE / "crawl4ai_crawl.py"), "--seed", seed,
             "--keywords", ",".join(keywords(spec.text)), "--max-pages", str(n_max),

@@ -248,8 +248,8 @@ class LinkModel:
     The contract:
 
     * a link belongs to a *chain* of groups, from the most general to the most
-      specific (its host, its directories, its directory and file-name prefix,
-      the page it was found on: :meth:`LinkScorer.chain`);
+      specific (its host, the page it was found on, its directories, its
+      directory and file-name prefix: :meth:`LinkScorer.chain`);
     * ``update(chain, residual, weight)`` records one fetched page of that
       chain: *residual* is its relevance minus the prior of the link that led
       to it;
@@ -268,7 +268,9 @@ class LinkModel:
     max_groups: int = 1_000_000
     stats: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
     updates: int = 0
-    drift: float = 0.0  # total change of group estimates since the crawl started
+    # about the total change of the group estimates since the crawl started: each
+    # page adds its residual's share of each of its groups' mean
+    drift: float = 0.0
 
     def correction(self, chain: Iterable[str]) -> float:
         estimate = 0.0
@@ -398,7 +400,7 @@ class LinkScorer:
         self.model = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
-        # url of a fetched page → the chain and prior of the link that led to it,
+        # url of a fetched page → where the link to it was found and its prior,
         # and the best relevance it was credited with
         self._fetched: OrderedDict[str, _Trained] = OrderedDict()
 
@@ -471,23 +473,24 @@ class LinkScorer:
         words are not the topic's (a delayed reward).
         """
         label = max(0.0, min(1.0, child_relevance))
-        chain = self.chain(link)
         prior = self.prior(link)
-        self.model.update(chain, label - prior)
-        self._fetched[link.url] = _Trained(tuple(chain), prior, label)
+        self.model.update(self.chain(link), label - prior)
+        self._fetched[link.url] = _Trained(link.parent_url, prior, label)
         if len(self._fetched) > _REMEMBERED_LINKS:
             self._fetched.popitem(last=False)
         if link.parent_url:
             parent = self._fetched.get(link.parent_url)
             if parent is not None and label > parent.label:
                 self._fetched[link.parent_url] = parent._replace(label=label)
-                self.model.update(parent.chain, label - parent.prior, HUB_CREDIT)
+                # A chain depends on the URL and the page it was found on alone.
+                way_in = LinkContext(url=link.parent_url, parent_url=parent.parent_url)
+                self.model.update(self.chain(way_in), label - parent.prior, HUB_CREDIT)
 
 
 class _Trained(NamedTuple):
     """What the scorer remembers of the link that led to a fetched page."""
 
-    chain: tuple[str, ...]
+    parent_url: str | None
     prior: float
     label: float
 

@@ -31,7 +31,6 @@ import logging
 import math
 import pickle
 import time
-import zlib
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -675,7 +674,7 @@ class FocusScheduler(BaseScheduler):
         if raw and self.model.scorer is not None:
             try:
                 self.model.scorer.model = LinkModel.from_bytes(raw)
-            except (ValueError, KeyError, TypeError, zlib.error):
+            except ValueError:  # from_bytes says so for anything it cannot read
                 logger.warning("Could not restore the link model; starting a new one")
         counters = self._store().get_state("counters")
         if counters:
