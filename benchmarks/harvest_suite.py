@@ -7,12 +7,10 @@ address, ``127.0.0.(i+2)`` for the i-th entry of :data:`SITES`, so that each
 site is its own *host*, as it would be on the web.  :meth:`Site.resolve` is the
 one mapping from a URL path to the file answered: ``dir/`` is
 ``dir/index.html``, a directory named without its slash is redirected to it
-(as any static server does), and a site with content-negotiated variants
-(upstream's Apache manual keeps ``foo.html.en`` and links ``foo.html``) answers
-``foo.html`` with the English file, as Apache with MultiViews would.  Debian's
-``apache2-doc`` splits the manual into one directory per language
-(``en/mod/mod_rewrite.html``, ``fr/...``) instead; the whole multilingual tree
-is served, as on httpd.apache.org, and its seed is the English index.
+(as any static server does).  Debian's ``apache2-doc`` splits the manual into
+one directory per language (``en/mod/mod_rewrite.html``, ``fr/...``); the whole
+multilingual tree is served, as on httpd.apache.org, and its seed is the
+English index.
 
 **The web.**  :data:`WEB_SITES` are also reachable through a portal page on
 ``127.0.0.1`` with one plain link to each site's index, its anchor text the
@@ -23,8 +21,7 @@ answer single-site and web crawls.
 
 **Keys.**  A page is known by its *key*, ``"<site name>/<site-relative path>"``:
 the URL path percent-decoded, without fragment or query, dot segments removed,
-a trailing ``/`` read as ``index.html``.  Keys are of the path as linked, never
-of the variant file answering it.  :func:`page_key` keys a URL whose host *is*
+a trailing ``/`` read as ``index.html``.  :func:`page_key` keys a URL whose host *is*
 the site name (``http://postgres/indexes.html`` -> ``postgres/indexes.html``);
 :meth:`Farm.key` keys a fetched URL by looking its ``host:port`` up among the
 running servers.  The portal's pages are ``web/...``.
@@ -105,19 +102,13 @@ class Site:
     package: str
     root: Path
     index: str = "index.html"
-    variants: tuple[str, ...] = ()  # suffixes tried for a missing file (MultiViews)
 
     def resolve(self, path: str) -> Path | None:
         """The file the server answers for the site-relative URL *path*, or None
         (no such file, or a directory named without its trailing slash)."""
         rel = _normal_path(path)
         file = self.root / rel
-        if file.is_file():
-            return file
-        for suffix in self.variants:
-            if (variant := self.root / (rel + suffix)).is_file():
-                return variant
-        return None
+        return file if file.is_file() else None
 
     def redirect(self, path: str) -> str | None:
         """Where a static server redirects *path* (a directory without its
@@ -159,16 +150,11 @@ def _normal_path(path: str) -> str:
 
 
 _HTML = (".html", ".htm")
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".br")
 
 
 def _is_html(file: Path) -> bool:
-    """Served as HTML: ``.html``, or a language variant such as ``.html.en``
-    (but ``changelog.html.gz`` is an archive)."""
-    suffixes = [s.lower() for s in file.suffixes]
-    if suffixes and suffixes[-1] in _HTML:
-        return True
-    return len(suffixes) >= 2 and suffixes[-2] in _HTML and suffixes[-1] not in _COMPRESSED
+    """Served as HTML: ``.html`` or ``.htm`` (``changelog.html.gz`` is an archive)."""
+    return file.suffix.lower() in _HTML
 
 
 # Sites i -> 127.0.0.(i+2): the order is part of the contract, append new sites at the end.
@@ -182,7 +168,7 @@ SITES: dict[str, Site] = {
         Site("sqlalchemy", "python-sqlalchemy-doc", DOC / "python-sqlalchemy-doc/html"),
         Site("nodejs", "nodejs-doc", DOC / "nodejs/api"),
         Site("cmake", "cmake-doc", DOC / "cmake-data/html"),
-        Site("apache", "apache2-doc", DOC / "apache2-doc/manual", "en/index.html", (".en",)),
+        Site("apache", "apache2-doc", DOC / "apache2-doc/manual", "en/index.html"),
         # git.html, not its alias index.html: every git page links home as git.html.
         Site("git", "git-doc", DOC / "git-doc", "git.html"),
         Site("scrapy", "python-scrapy-doc", DOC / "python-scrapy-doc/html"),
