@@ -7,6 +7,10 @@ import pytest
 from tests.farm import Farm
 from tests.hostile import HostileWeb
 
+# Scrapy's test modules run on our components by tests/compat/run.py, inside Scrapy's
+# sdist: they import Scrapy's own tests package and cannot be collected here.
+collect_ignore = ["compat/scrapy_tests"]
+
 
 @pytest.fixture(scope="session")
 def farm() -> Iterator[Farm]:
