@@ -3,7 +3,8 @@
 Every request the engine schedules passes through :meth:`enqueue_request`
 (seeds, links, redirect targets, retries, escalations):
 
-1. fingerprint (canonical URL) and the seen set (kept with ``JOBDIR``);
+1. fingerprint (canonical URL) and the seen set (kept with ``JOBDIR``), or the
+   user's own ``DUPEFILTER_CLASS`` when it is not Scrapy's default;
 2. scope and crawler-trap guards (:class:`~scrapy_focus.urls.Scope`, pages per
    host, query variants per path); a redirect target is checked like any link,
    so a redirect never widens the crawl;
@@ -15,6 +16,14 @@ Every request the engine schedules passes through :meth:`enqueue_request`
 *ready* (:mod:`.politeness`), best-first across hosts, or ``None`` while no
 host is ready; it then asks the engine to call again when the first host
 becomes ready, so waiting costs no CPU.
+
+What a user yields that is not a web page to rank (a start request or a request
+from a signal handler with a scheme other than http/https: ``data:``, ``file:``,
+``ftp:``, an unknown one) goes to the downloader like in Scrapy, whose handlers fetch
+it or fail with ``NotSupported``; links found on pages are limited to
+``FOCUS_SCHEMES``.  Requests are ordered by the frontier, not by Scrapy's queue
+settings (``SCHEDULER_PRIORITY_QUEUE``, ``SCHEDULER_*_QUEUE``): a start-up warning
+names any the user set.  Scrapy's ``scheduler/*`` stats are kept as well.
 
 Stop conditions (close reason in brackets): ``FOCUS_MAX_PAGES``
 (``focus_max_pages``), ``FOCUS_MAX_RELEVANT_PAGES`` (``focus_max_relevant``),
@@ -39,6 +48,8 @@ from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.dupefilters import BaseDupeFilter, RFPDupeFilter
+from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from scrapy_focus import signals as focus_signals
@@ -53,12 +64,24 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
+    from scrapy.utils.request import RequestFingerprinterProtocol
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
 _FINGERPRINT_KEY = "_focus_fingerprint"  # in a stored request's dict
 _MEMORY_MARK = b"\x00mem:"  # payload of a request that could not be serialised
+# Schemes the frontier ranks and keeps polite; a user's request for another goes
+# straight to the downloader (its handlers decide), a discovered link is rejected.
+_WEB_SCHEMES = ("http", "https")
+# Scrapy's queue settings: the frontier orders requests itself and ignores them.
+_QUEUE_SETTINGS = (
+    "SCHEDULER_PRIORITY_QUEUE",
+    "SCHEDULER_MEMORY_QUEUE",
+    "SCHEDULER_DISK_QUEUE",
+    "SCHEDULER_START_MEMORY_QUEUE",
+    "SCHEDULER_START_DISK_QUEUE",
+)
 
 
 @dataclass(frozen=True)
@@ -77,6 +100,9 @@ class FrontierConfig:
     relevance_threshold: float
     rescore_drift: float
     rescore_window: int
+    dupefilter_class: str
+    log_unserializable: bool  # SCHEDULER_DEBUG, as Scrapy's scheduler reads it
+    ignored_queue_settings: tuple[str, ...]  # Scrapy queue settings the user set
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
@@ -106,6 +132,11 @@ class FrontierConfig:
             relevance_threshold=settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5),
             rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 2.0),
             rescore_window=settings.getint("FOCUS_RESCORE_WINDOW", 2000),
+            dupefilter_class=settings.get("DUPEFILTER_CLASS") or "",
+            log_unserializable=settings.getbool("SCHEDULER_DEBUG"),
+            ignored_queue_settings=tuple(
+                name for name in _QUEUE_SETTINGS if (settings.getpriority(name) or 0) > 0
+            ),
         )
 
 
@@ -144,6 +175,12 @@ class FocusScheduler(BaseScheduler):
         self._closing = False
         self._drift_mark = 0.0
         self._seeds_widen_scope = False
+        self.fingerprinter: RequestFingerprinterProtocol | None = None
+        # None: the frontier's seen set is the dupefilter (DUPEFILTER_CLASS is Scrapy's
+        # RFPDupeFilter); else the user's own, asked about every request.
+        self.dupefilter: BaseDupeFilter | None = None
+        self._duplicate_log: BaseDupeFilter | None = None  # logs and counts as Scrapy's
+        self._log_unserializable = config.log_unserializable
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -159,8 +196,17 @@ class FocusScheduler(BaseScheduler):
 
     # -- BaseScheduler
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Any:
         self.spider = spider
+        self.fingerprinter = self._find_fingerprinter()
+        self._open_dupefilter()
+        for name in self.config.ignored_queue_settings:
+            logger.warning(
+                "%s is set, but FocusScheduler orders requests itself (best score first, "
+                "Request.priority above all): the setting is ignored. Disable the frontier "
+                "(FOCUS_FRONTIER_ENABLED = False) to keep Scrapy's queues.",
+                name,
+            )
         # Scope: FOCUS_ALLOWED_DOMAINS, else the spider's allowed_domains, else
         # the seeds' hosts (FOCUS_SEED_SCOPE = "host" | "domain"; "any": no limit).
         spider_domains = tuple(d.lower() for d in getattr(spider, "allowed_domains", None) or ())
@@ -176,8 +222,44 @@ class FocusScheduler(BaseScheduler):
         if resumed:
             logger.info("Resuming frontier: %d pending requests in %s", resumed, self.store.path)
         self.stats.set_value("focus/frontier/size", len(self.store))
+        if self._seeds_widen_scope:
+            logger.info(
+                "No allowed domains (FOCUS_ALLOWED_DOMAINS, spider.allowed_domains): the "
+                "crawl stays on its seeds' %s (FOCUS_SEED_SCOPE = %r), and links and "
+                "redirects to other hosts are dropped, where Scrapy would follow them. "
+                'FOCUS_SEED_SCOPE = "any" follows them.',
+                "registrable domains" if self.config.seed_scope == "domain" else "hosts",
+                self.config.seed_scope,
+            )
+        return self.dupefilter.open() if self.dupefilter is not None else None
 
-    def close(self, reason: str) -> None:
+    def _find_fingerprinter(self) -> RequestFingerprinterProtocol:
+        """The crawler's fingerprinter; one built from its settings when the crawler
+        has none yet (a scheduler opened outside a crawl, as Scrapy's tests do)."""
+        try:
+            return self.crawler.request_fingerprinter
+        except (AttributeError, RuntimeError):
+            cls = load_object(self.crawler.settings["REQUEST_FINGERPRINTER_CLASS"])
+            return build_from_crawler(cls, self.crawler)
+
+    def _open_dupefilter(self) -> None:
+        cls = load_object(self.config.dupefilter_class) if self.config.dupefilter_class else None
+        debug = self.crawler.settings.getbool("DUPEFILTER_DEBUG")
+        # Scrapy's default dupefilter would hold a second seen set (in memory, and in
+        # JOBDIR/requests.seen): the frontier's is the same set, on disk.  One without
+        # a path only logs and counts duplicates, as the default does.
+        self._duplicate_log = RFPDupeFilter(debug=debug, fingerprinter=self.fingerprinter)
+        if cls is None or cls is RFPDupeFilter:
+            return
+        self.dupefilter = build_from_crawler(cls, self.crawler)
+        self._duplicate_log = self.dupefilter
+
+    def _fingerprint(self, request: Request) -> bytes:
+        if self.fingerprinter is None:
+            raise RuntimeError("FocusScheduler used before open()")
+        return self.fingerprinter.fingerprint(request)
+
+    def close(self, reason: str) -> Any:
         self._closing = True
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
@@ -186,6 +268,7 @@ class FocusScheduler(BaseScheduler):
             self._persist()
             self.store.close()
             self.store = None
+        return self.dupefilter.close(reason) if self.dupefilter is not None else None
 
     def has_pending_requests(self) -> bool:
         return self.store is not None and len(self.store) > 0
@@ -202,7 +285,7 @@ class FocusScheduler(BaseScheduler):
 
     def _enqueue(self, request: Request) -> bool:
         store = self._store()
-        fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        fingerprint = self._fingerprint(request)
         # Every request marks its page seen (seeds and re-fetches too, so a link
         # to them later is a duplicate); only dont_filter skips the check.
         if fingerprint in self._dispatched_pages:
@@ -210,8 +293,12 @@ class FocusScheduler(BaseScheduler):
             # breaker hold) without a response: its per-host slot is free again.
             self._release(self._dispatched_pages.pop(fingerprint), network=False)
         new = store.seen_add(fingerprint)
+        if self.dupefilter is not None:
+            new = request.dont_filter or not self.dupefilter.request_seen(request)
         if not new and not request.dont_filter:
             self.stats.inc_value("focus/frontier/duplicate")
+            if self._duplicate_log is not None and self.spider is not None:
+                self._duplicate_log.log(request, self.spider)
             self._rediscovered(request, fingerprint)
             return False
         meta = request.meta
@@ -219,9 +306,12 @@ class FocusScheduler(BaseScheduler):
         redirected = "redirect_urls" in meta
         example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
         seed = "depth" not in meta and "focus" not in meta and not redirected and not example
-        if seed and self._seeds_widen_scope:
+        web = urlsplit(request.url).scheme in _WEB_SCHEMES
+        if seed and web and self._seeds_widen_scope:
             self.scope = self.scope.with_domain(_seed_domain(host, self.config.seed_scope))
-        trusted = (meta.get("focus_refresh") or example) and not redirected
+        # A user's request for something other than a web page (data:, file:, ftp:,
+        # an unknown scheme) is the downloader's to fetch or refuse, as in Scrapy.
+        trusted = ((meta.get("focus_refresh") or example) and not redirected) or (seed and not web)
         reason = None if trusted else self._rejection(request, host, seed)
         if reason is not None:
             return self._reject(reason, redirected)
@@ -231,8 +321,10 @@ class FocusScheduler(BaseScheduler):
         focus = dict(meta.get("focus") or {})
         focus["score"] = score
         meta["focus"] = focus
-        key = store.push(host, request.priority, score, self._serialize(request, fingerprint))
+        payload = self._serialize(request, fingerprint)
+        key = store.push(host, request.priority, score, payload)
         store.seen_pending(fingerprint, key)
+        self._count_scheduled("enqueued", payload)
         self._host_pages[host] += 1
         best = self._best.get(host)
         if best is None or key < best:
@@ -329,6 +421,13 @@ class FocusScheduler(BaseScheduler):
         self._place(host)
         self.stats.inc_value("focus/frontier/raised")
 
+    def _count_scheduled(self, direction: str, payload: bytes) -> None:
+        """Scrapy's own scheduler stats (``scheduler/enqueued/disk``...), which
+        dashboards watch: "disk" is what a resumed JOBDIR crawl gets back."""
+        kept = "memory" if payload.startswith(_MEMORY_MARK) or not self.config.jobdir else "disk"
+        self.stats.inc_value(f"scheduler/{direction}")
+        self.stats.inc_value(f"scheduler/{direction}/{kept}")
+
     def _score(self, request: Request, seed: bool) -> float | None:
         focus = request.meta.get("focus")
         if seed or not focus:
@@ -358,10 +457,19 @@ class FocusScheduler(BaseScheduler):
             # rebuilt to find its fingerprint; request_from_dict ignores the key.
             data[_FINGERPRINT_KEY] = fingerprint
             return pickle.dumps(data, protocol=5)
-        except (ValueError, TypeError, AttributeError, pickle.PicklingError):
+        except (ValueError, TypeError, AttributeError, pickle.PicklingError) as error:
             # A callback that is not a spider method cannot go to disk (as with
             # Scrapy's own JOBDIR queues): keep this one request in memory.
             self.stats.inc_value("focus/frontier/unserializable")
+            self.stats.inc_value("scheduler/unserializable")
+            if self._log_unserializable:  # SCHEDULER_DEBUG: the first one, as Scrapy does
+                logger.warning(
+                    "Unable to serialize request: %(request)s - reason: %(reason)s - no "
+                    "more unserializable requests will be logged (stats being collected)",
+                    {"request": request, "reason": error},
+                    exc_info=True,
+                )
+                self._log_unserializable = False
             self._memory[id(request)] = request
             return _MEMORY_MARK + str(id(request)).encode()
 
@@ -423,7 +531,7 @@ class FocusScheduler(BaseScheduler):
             self.stats.inc_value("focus/frontier/unreadable")
             self._place(host)
             return None
-        fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        fingerprint = self._fingerprint(request)
         superseded = self._leases.pop(fingerprint, None)
         if superseded is not None:
             store.ack(superseded)  # an earlier request for this page came back as this one
@@ -433,6 +541,7 @@ class FocusScheduler(BaseScheduler):
         self.politeness.dispatched(host, id(request))
         self._place(host)
         self.stats.inc_value("focus/frontier/dequeued")
+        self._count_scheduled("dequeued", entry.payload)
         self.stats.set_value("focus/frontier/size", len(store))
         self._observe_best(entry.score)
         return request
@@ -464,7 +573,7 @@ class FocusScheduler(BaseScheduler):
         if _FINGERPRINT_KEY in data:
             return data[_FINGERPRINT_KEY]
         request = request_from_dict(data, spider=self.spider)
-        return self.crawler.request_fingerprinter.fingerprint(request)
+        return self._fingerprint(request)
 
     def _place(self, host: str) -> None:
         """(Re-)place *host* in the ready or the waiting heap by its best entry."""
@@ -564,7 +673,7 @@ class FocusScheduler(BaseScheduler):
         ahead of those pushes would lose them to a kill in between."""
         if self.store is None:
             return
-        fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
+        fingerprint = self._fingerprint(request)
         if output is not None and output.pending > 0:
             self._awaiting[fingerprint] = output  # the last of them to arrive acknowledges
         elif fingerprint not in self._awaiting:
@@ -573,7 +682,7 @@ class FocusScheduler(BaseScheduler):
     def _received(self, output: PageOutput) -> None:
         output.pending -= 1
         if output.complete and output.pending <= 0:
-            fingerprint = self.crawler.request_fingerprinter.fingerprint(output.request)
+            fingerprint = self._fingerprint(output.request)
             if self._awaiting.get(fingerprint) is output:  # not a later response's output
                 del self._awaiting[fingerprint]
                 self._ack(fingerprint)
