@@ -42,6 +42,12 @@ FOCUS_CORPUS_COMPRESSION_LEVEL = 3
 #: components register theirs here (``focus_engine`` is stored anyway).
 FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus", "focus_trace"]
 
+#: Response classes, besides Scrapy's own (Response, TextResponse, HtmlResponse,
+#: XmlResponse, JsonResponse), that a stored version may be rebuilt as (dotted
+#: paths).  A corpus naming any other class never imports it: the version is read
+#: as data, its class guessed from its headers (``focus/corpus/untrusted_response_class``).
+FOCUS_CORPUS_RESPONSE_CLASSES: list[str] = []
+
 #: Canonical URLs: the Addon installs
 #: :class:`~scrapy_focus.urls.CanonicalRequestFingerprinter` so that every
 #: component (dupefilter, cache, corpus) keys pages by their canonical URL.

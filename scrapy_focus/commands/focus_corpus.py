@@ -16,6 +16,7 @@ from scrapy_focus.commands.location import add_corpus_options, corpus_path
 from scrapy_focus.corpus.db import CorpusError
 from scrapy_focus.corpus.export import export_jsonl, export_markdown, export_warc
 from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.corpus.storage import ResponseClasses
 
 ACTIONS = ("stats", "ls", "show", "export")
 
@@ -75,7 +76,10 @@ class Command(ScrapyCommand):
         action, rest = args[0], args[1:]
         path = corpus_path(self.settings, opts)
         try:
-            corpus = Corpus(path)
+            classes = ResponseClasses.from_paths(
+                self.settings.getlist("FOCUS_CORPUS_RESPONSE_CLASSES")
+            )
+            corpus = Corpus(path, response_classes=classes)
         except CorpusError as exc:
             raise UsageError(str(exc), print_help=False) from exc
         with corpus:
@@ -89,6 +93,12 @@ class Command(ScrapyCommand):
                 self._show(corpus, rest[0], opts.body)
             else:
                 self._export(corpus, opts)
+        for name, count in corpus.response_classes.untrusted.items():
+            print(
+                f"{count} versions name response class {name!r}, neither Scrapy's nor in "
+                "FOCUS_CORPUS_RESPONSE_CLASSES: read as data, not imported",
+                file=sys.stderr,
+            )
 
     def _stats(self, corpus: Corpus) -> None:
         stats = corpus.stats()

@@ -19,7 +19,6 @@ version records which encoding was decoded.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 import zlib
@@ -29,13 +28,21 @@ from time import time
 from typing import TYPE_CHECKING, Any
 
 import zstandard
-from scrapy.http import Headers, Response
+from scrapy.http import Headers, HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.gz import gunzip
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from scrapy_focus.corpus.db import BodyCodec, CorpusDB, Fetch, Version, acquire, release
+from scrapy_focus.corpus.db import (
+    BodyCodec,
+    CorpusDB,
+    CorruptRecord,
+    Fetch,
+    Version,
+    acquire,
+    release,
+)
 from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams
 
 if TYPE_CHECKING:
@@ -60,6 +67,7 @@ class CorpusConfig:
     meta_keys: tuple[str, ...]
     max_decoded_size: int
     tracking_params: tuple[str, ...]
+    response_classes: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CorpusConfig:
@@ -75,6 +83,7 @@ class CorpusConfig:
             meta_keys=tuple(settings.getlist("FOCUS_CORPUS_META_KEYS", ["depth", "focus"])),
             max_decoded_size=settings.getint("DOWNLOAD_MAXSIZE"),
             tracking_params=tuple(settings.getlist("FOCUS_TRACKING_PARAMS")),
+            response_classes=tuple(settings.getlist("FOCUS_CORPUS_RESPONSE_CLASSES")),
         )
 
     def db_options(self) -> dict[str, Any]:
@@ -103,6 +112,7 @@ class LmdbCacheStorage:
         self.db: CorpusDB | None = None
         self._fingerprinter: Any = None
         self._canonical = CanonicalRequestFingerprinter(TrackingParams(self.config.tracking_params))
+        self._classes = ResponseClasses.from_paths(self.config.response_classes)
         self._stats: Any = None
 
     # -- the storage interface of scrapy.extensions.httpcache
@@ -130,7 +140,13 @@ class LmdbCacheStorage:
             # RetryMiddleware's retry of an answer this corpus has just stored
             # (a 429, a 503): miss, then store what the network says now.
             return None
-        found = db.latest_with_body(self._fingerprinter.fingerprint(request))
+        try:
+            found = db.latest_with_body(self._fingerprinter.fingerprint(request))
+        except CorruptRecord as exc:
+            # A miss: the download that follows stores a good record in its place.
+            self._inc("focus/corpus/corrupt_record")
+            logger.warning("Corpus record of %s is damaged, fetching it again: %s", request, exc)
+            return None
         if found is None:
             return None
         version, body = found
@@ -141,11 +157,14 @@ class LmdbCacheStorage:
         request.meta["focus_corpus_version"] = version.index
         request.meta["focus_fetched_at"] = version.fetched_at
         request.meta["focus_engine"] = version.engine  # provenance of the stored rendition
-        return response_from_version(version, body)
+        if not self._classes.trusted(version.response_class):
+            self._inc("focus/corpus/untrusted_response_class")
+        return response_from_version(version, body, self._classes)
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
         db = self._require_open()
         body, headers, decoded = self._decoded(response)
+        cls = self._classes.stored_class(response, headers, body)
         version = db.record_fetch(
             Fetch(
                 fingerprint=self._fingerprinter.fingerprint(request),
@@ -156,12 +175,13 @@ class LmdbCacheStorage:
                 headers=headers,
                 body=body,
                 engine=str(request.meta.get("focus_engine") or "http"),
-                response_class=_class_path(response, headers, body),
+                response_class=f"{cls.__module__}.{cls.__name__}",
                 flags=[flag for flag in response.flags if flag != "cached"],
                 ip_address=str(response.ip_address) if response.ip_address else None,
                 protocol=response.protocol,
                 content_encoding=decoded,
                 meta=self._meta(request),
+                attributes=_attributes(response, cls),
             ),
             supersede=request.meta.get("focus_supersede"),
         )
@@ -296,32 +316,125 @@ def _headers_to_list(response: Response) -> list[tuple[str, str]]:
     ]
 
 
-def _class_path(response: Response, headers: list[tuple[str, str]], body: bytes) -> str:
-    cls = type(response)
-    if cls is Response:
-        # A plain Response may become an HtmlResponse once decoded: let Scrapy decide.
-        cls = responsetypes.from_args(
-            headers={name: value for name, value in headers}, url=response.url, body=body
-        )
-    return f"{cls.__module__}.{cls.__name__}"
+#: Response's own constructor arguments, stored in fields of their own.
+_BASE_ATTRIBUTES = frozenset(Response.attributes)
 
 
-@functools.lru_cache(maxsize=64)
-def _response_class(path: str) -> type[Response]:
-    return load_object(path)
+def _attributes(response: Response, cls: type[Response]) -> dict[str, Any]:
+    """The to_dict()-style arguments of *cls* beyond Response's, as *response* has them."""
+    kept: dict[str, Any] = {}
+    for name in cls.attributes:
+        if name in _BASE_ATTRIBUTES or not hasattr(response, name):
+            continue
+        # The encoding given to the constructor, not the one inferred from the body:
+        # what is inferred once is inferred again on the way back.
+        if name == "encoding":
+            value = getattr(response, "_encoding", None)
+        else:
+            value = getattr(response, name)
+        if value is not None and _is_json(value):
+            kept[name] = value
+    return kept
 
 
-def response_from_version(version: Version, body: bytes) -> Response:
-    """Rebuild the response a version describes, with its body."""
-    response = _response_class(version.response_class)(
+class ResponseClasses:
+    """Which response classes a stored version may name, and so be rebuilt as.
+
+    A corpus is data and may come from elsewhere: the class name in a version
+    never chooses what is imported.  Scrapy's response classes are trusted, and
+    those the user lists in ``FOCUS_CORPUS_RESPONSE_CLASSES`` (imported from the
+    settings, never from the corpus).  A version naming any other class is read
+    as data: its class is guessed from its headers and body, as Scrapy guesses a
+    downloaded response's, and :attr:`untrusted` counts it by name.
+    """
+
+    SCRAPY: tuple[type[Response], ...] = (
+        Response,
+        TextResponse,
+        HtmlResponse,
+        XmlResponse,
+        JsonResponse,
+    )
+
+    def __init__(self, extra: tuple[type[Response], ...] = ()) -> None:
+        self._by_name: dict[str, type[Response]] = {}
+        for cls in (*self.SCRAPY, *extra):
+            self._by_name[f"{cls.__module__}.{cls.__name__}"] = cls
+        for cls in self.SCRAPY:  # the public spelling, scrapy.http.HtmlResponse
+            self._by_name[f"scrapy.http.{cls.__name__}"] = cls
+        self._classes = frozenset(self._by_name.values())
+        self.untrusted: dict[str, int] = {}
+
+    @classmethod
+    def from_paths(cls, paths: tuple[str, ...] | list[str]) -> ResponseClasses:
+        extra = []
+        for path in paths:
+            loaded = load_object(path)
+            if not (isinstance(loaded, type) and issubclass(loaded, Response)):
+                raise TypeError(
+                    f"FOCUS_CORPUS_RESPONSE_CLASSES: {path!r} is not a scrapy Response class"
+                )
+            extra.append(loaded)
+        return cls(tuple(extra))
+
+    def trusted(self, name: str) -> bool:
+        return name in self._by_name
+
+    def stored_class(
+        self, response: Response, headers: list[tuple[str, str]], body: bytes
+    ) -> type[Response]:
+        """The class to record for *response*: its own when trusted, else its nearest
+        trusted base; a plain Response (an encoded body decoded here, a handler
+        that did not guess) is guessed from the stored headers and body."""
+        cls = type(response)
+        if cls is Response:
+            cls = responsetypes.from_args(
+                headers=_stored_headers(headers), url=response.url, body=body
+            )
+        return next(base for base in cls.__mro__ if base in self._classes)
+
+    def resolve(self, version: Version, headers: Headers, body: bytes) -> type[Response]:
+        cls = self._by_name.get(version.response_class)
+        if cls is not None:
+            return cls
+        if version.response_class not in self.untrusted:
+            logger.warning(
+                "Corpus version of %s names response class %r, which is not one of "
+                "Scrapy's nor in FOCUS_CORPUS_RESPONSE_CLASSES: read as data, its class "
+                "guessed from its headers",
+                version.final_url,
+                version.response_class,
+            )
+        self.untrusted[version.response_class] = self.untrusted.get(version.response_class, 0) + 1
+        return responsetypes.from_args(headers=headers, url=version.final_url, body=body)
+
+
+def response_from_version(
+    version: Version, body: bytes, classes: ResponseClasses | None = None
+) -> Response:
+    """Rebuild the response a version describes, with its body.
+
+    The class is the version's when *classes* (default: Scrapy's classes only)
+    trusts it, else guessed (see :class:`ResponseClasses`); its stored attributes
+    are passed only where that class takes them.
+    """
+    headers = _stored_headers(version.headers)
+    cls = (classes or ResponseClasses()).resolve(version, headers, body)
+    extra = {
+        name: value
+        for name, value in version.attributes.items()
+        if name in cls.attributes and name not in _BASE_ATTRIBUTES
+    }
+    response = cls(
         url=version.final_url,
         status=version.status,
         body=body,
         flags=list(version.flags),
         ip_address=ipaddress.ip_address(version.ip_address) if version.ip_address else None,
         protocol=version.protocol,
+        **extra,
     )
-    response.headers = _stored_headers(version.headers)
+    response.headers = headers
     return response
 
 
