@@ -9,12 +9,49 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from scrapy_focus.corpus.db import CorpusDB, Fetch
+from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.urls import canonicalize_url, url_fingerprint
+from tests.crawl import CrawlResult, crawl_command
 from tests.farm import article_html
+from tests.hostile import BOMB_SIZE, HostileWeb, article_page
 
 REPO = Path(__file__).parent.parent
+MIB = 1 << 20
+
+
+def measured_crawl(
+    workdir: Path, urls: list[str], settings: dict[str, Any], timeout: float = 180
+) -> tuple[CrawlResult, int]:
+    """A real crawl in a child process, and that process's peak RSS in bytes.
+
+    os.wait4 reports the rusage of that one child (and what it waited for), not of
+    every child this test session has had, as RUSAGE_CHILDREN would.
+    """
+    merged = {"STATS_DUMP": True, "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0}, **settings}
+    stats_file, log_file = workdir / "stats.json", workdir / "crawl.log"
+    items_file = workdir / "items.jsonl"
+    for path in (stats_file, items_file):
+        path.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FOCUS_TEST_STATS_FILE": str(stats_file)}
+    with log_file.open("w") as log:
+        proc = subprocess.Popen(
+            crawl_command(workdir, urls, merged), cwd=workdir, env=env, stdout=log, stderr=log
+        )
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            proc.returncode = 0  # reaped above; keeps Popen from waiting again
+    items = (
+        [json.loads(line) for line in items_file.read_text().splitlines()]
+        if items_file.exists()
+        else []
+    )
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    result = CrawlResult(os.waitstatus_to_exitcode(status), log_file.read_text(), items, stats)
+    return result, usage.ru_maxrss * 1024  # Linux reports KiB
 
 
 def focus_corpus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -72,3 +109,40 @@ def test_a_crafted_corpus_cannot_choose_what_python_imports(tmp_path):
     assert record["text"] == article_html(1)
     assert "response class 'planted.Evil'" in result.stderr
     assert "not imported" in result.stderr
+
+
+# -- item 6: compression bombs are inflated once, in bounded chunks
+
+
+def test_compression_bombs_are_dropped_before_memory_grows_and_encoded_pages_decoded_once(
+    hostile: HostileWeb, tmp_path
+):
+    site = hostile.payloads
+    bombs = [site.url(f"/bomb/{encoding}.html") for encoding in ("br", "gzip", "deflate", "zstd")]
+    healthy = [site.url("/encoded/br.html"), site.url("/encoded/gzip.html")]
+    result, peak = measured_crawl(
+        tmp_path,
+        bombs + healthy,
+        {"DOWNLOAD_MAXSIZE": 5 * MIB, "CONCURRENT_REQUESTS": 2, "FOCUS_ENGINES": ["http"]},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    # Each bomb inflates to 400 MiB; inflating one whole costs more than that.
+    assert peak < 300 * MIB, f"peak RSS {peak / MIB:.0f} MiB"
+    assert result.stats["focus/decompression/too_large"] == 4
+    for url in bombs:
+        assert f"Ignored response <200 {url}>" in result.log
+        assert "exceeded DOWNLOAD_MAXSIZE (5242880 B) during decompression" in result.log
+    assert sorted(item["url"] for item in result.items) == sorted(healthy)
+
+    # Decoded once, before the cache: Scrapy's own decoding counted each healthy page
+    # once, and the corpus stored what it produced, recording the encoding.
+    assert result.stats["focus/decompression/decoded"] == 2
+    assert result.stats["httpcompression/response_count"] == 2
+    assert BOMB_SIZE > 5 * MIB
+    with Corpus(tmp_path / ".scrapy" / "httpcache" / "farm") as corpus:
+        assert {page.url for page in corpus} == set(healthy)
+        for url, encoding in zip(healthy, ("br", "gzip"), strict=True):
+            page = corpus.page(url)
+            assert page.body() == article_page(13_000).encode()
+            assert page.latest().content_encoding == encoding
+            assert "Content-Encoding" not in dict(page.latest().headers)

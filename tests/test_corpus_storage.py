@@ -288,6 +288,22 @@ def test_decode_content_stops_a_decompression_bomb():
         decode_content(deflate_bomb, ["deflate"], max_size=1 << 20)
 
 
+def test_decode_content_inflates_a_brotli_bomb_in_bounded_chunks():
+    import tracemalloc
+
+    import brotli
+
+    bomb = brotli.compress(bytes(64 << 20), quality=5)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ContentDecodingError, match="exceed"):
+            decode_content(bomb, ["br"], max_size=1 << 20)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20  # the limit and a chunk, not the 64 MiB it inflates to
+
+
 def test_decode_content_handles_stacked_and_raw_deflate_encodings():
     raw_deflate = zlib.compressobj(wbits=-15)
     raw = raw_deflate.compress(HTML) + raw_deflate.flush()

@@ -10,11 +10,15 @@ It follows the duck-typed storage interface of ``scrapy.extensions.httpcache``
 so Scrapy's ``HttpCacheMiddleware`` and both cache policies (``DummyPolicy``,
 ``RFC2616Policy``) work with it unchanged.
 
-Bodies are stored content-decoded (gzip, deflate, zstd and br when brotli is
-installed), so that the corpus holds text a reader can use and identical
-content served with different encodings is stored once.  The response
-returned from the cache therefore has no ``Content-Encoding`` header; the
-version records which encoding was decoded.
+Bodies are stored content-decoded, so that the corpus holds text a reader can
+use and identical content served with different encodings is stored once.  With
+the add-on, :class:`~scrapy_focus.corpus.compression.HttpDecompressionMiddleware`
+decodes a body before the cache sees it, once, and the version records which
+encoding that was.  Used alone beside Scrapy's ``HttpCompressionMiddleware``
+(which runs after the cache), the storage decodes what reaches it itself,
+bounded by ``DOWNLOAD_MAXSIZE`` in the same way; put
+``HttpDecompressionMiddleware`` in that middleware's place to decode once.  The
+response returned from the cache has no ``Content-Encoding`` header.
 """
 
 from __future__ import annotations
@@ -163,7 +167,7 @@ class LmdbCacheStorage:
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
         db = self._require_open()
-        body, headers, decoded = self._decoded(response)
+        body, headers, decoded = self._decoded(response, request.meta.get("focus_content_encoding"))
         cls = self._classes.stored_class(response, headers, body)
         version = db.record_fetch(
             Fetch(
@@ -212,7 +216,9 @@ class LmdbCacheStorage:
                 kept[key] = request.meta[key]
         return kept
 
-    def _decoded(self, response: Response) -> tuple[bytes, list[tuple[str, str]], str | None]:
+    def _decoded(
+        self, response: Response, request_encoding: str | None = None
+    ) -> tuple[bytes, list[tuple[str, str]], str | None]:
         """The body without its Content-Encoding, and headers to match.
 
         A body that cannot be decoded (corrupt, unknown encoding, or larger
@@ -227,7 +233,9 @@ class LmdbCacheStorage:
             if token.strip()
         ]
         if not encodings or encodings == ["identity"]:
-            return response.body, headers, None
+            # Decoded upstream (HttpDecompressionMiddleware), or never encoded.
+            return response.body, headers, request_encoding
+
         try:
             body = decode_content(response.body, encodings, self.config.max_decoded_size)
         except ContentDecodingError as exc:
@@ -261,12 +269,7 @@ def decode_content(body: bytes, encodings: list[str], max_size: int = 0) -> byte
                 reader = zstandard.ZstdDecompressor().stream_reader(body)
                 body = _read_bounded(reader.read, max_size)
             elif encoding == "br":
-                try:
-                    import brotli
-                except ImportError as exc:
-                    raise ContentDecodingError("br body and no brotli module installed") from exc
-                body = brotli.decompress(body)
-                _check_size(len(body), max_size)
+                body = _unbrotli(body, max_size)
             elif encoding != "identity":
                 raise ContentDecodingError(f"unknown Content-Encoding {encoding!r}")
         except ContentDecodingError:
@@ -292,6 +295,29 @@ def _inflate(body: bytes, max_size: int) -> bytes:
         _check_size(len(out), max_size)
         return out
     raise ContentDecodingError("not a deflate stream")
+
+
+def _unbrotli(body: bytes, max_size: int) -> bytes:
+    try:
+        import brotli
+    except ImportError as exc:
+        raise ContentDecodingError("br body and no brotli module installed") from exc
+    decompressor = brotli.Decompressor()
+    try:
+        chunk = decompressor.process(body, output_buffer_limit=1 << 16)
+    except TypeError as exc:
+        # A brotli before 1.2 can only inflate a body whole: never, for a bomb's sake.
+        raise ContentDecodingError("this brotli cannot decode in bounded chunks") from exc
+    chunks, total = [chunk], len(chunk)
+    while not decompressor.is_finished():
+        chunk = decompressor.process(b"", output_buffer_limit=1 << 16)
+        if not chunk:
+            break
+        total += len(chunk)
+        _check_size(total, max_size)
+        chunks.append(chunk)
+    _check_size(total, max_size)
+    return b"".join(chunks)
 
 
 def _read_bounded(read: Any, max_size: int) -> bytes:
