@@ -47,6 +47,8 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         for name, value in focus_defaults.defaults().items():
             settings.set(name, value, priority=PRIORITY)
+        for name, value in focus_defaults.scrapy_defaults().items():
+            settings.set(name, value, priority=PRIORITY)
 
         if settings.getbool("FOCUS_CORPUS_ENABLED"):
             settings.set("HTTPCACHE_ENABLED", True, priority=PRIORITY)

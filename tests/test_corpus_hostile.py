@@ -14,7 +14,7 @@ from typing import Any
 from scrapy_focus.corpus.db import CorpusDB, Fetch
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.urls import canonicalize_url, url_fingerprint
-from tests.crawl import CrawlResult, crawl_command
+from tests.crawl import CrawlResult, crawl_command, run_crawl
 from tests.farm import article_html
 from tests.hostile import BOMB_SIZE, HostileWeb, article_page
 
@@ -146,3 +146,28 @@ def test_compression_bombs_are_dropped_before_memory_grows_and_encoded_pages_dec
             assert page.body() == article_page(13_000).encode()
             assert page.latest().content_encoding == encoding
             assert "Content-Encoding" not in dict(page.latest().headers)
+
+
+# -- item 7: download size limits that fit a crawler of text
+
+
+def test_download_size_limits_fit_text_and_a_users_limit_still_wins(hostile: HostileWeb, tmp_path):
+    site = hostile.payloads
+    huge, large = site.url("/big/20.html"), site.url("/big/10.html")
+    first, second = tmp_path / "default", tmp_path / "raised"
+    first.mkdir(), second.mkdir()
+
+    # Plain HTTP only: that browser downloads obey the same limits is item 4's test.
+    http_only = {"FOCUS_ENGINES": ["http"]}
+    result = run_crawl(first, [huge, large], http_only)
+    assert result.returncode == 0, result.log[-3000:]
+    assert "larger than download max size (16777216) in request <GET " + huge in result.log
+    assert "larger than download warn size (8388608) in request <GET " + large in result.log
+    with Corpus(first / ".scrapy" / "httpcache" / "farm") as corpus:
+        assert corpus.page(huge) is None
+        assert corpus.page(large).latest().body_size > 10 * MIB
+
+    result = run_crawl(second, [huge], {**http_only, "DOWNLOAD_MAXSIZE": 64 * MIB})
+    assert result.returncode == 0, result.log[-3000:]
+    with Corpus(second / ".scrapy" / "httpcache" / "farm") as corpus:
+        assert corpus.page(huge).latest().body_size > 20 * MIB
