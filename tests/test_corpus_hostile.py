@@ -14,9 +14,16 @@ from typing import Any
 from scrapy_focus.corpus.db import CorpusDB, Fetch
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.urls import canonicalize_url, url_fingerprint
-from tests.crawl import CrawlResult, crawl_command, run_crawl
+from tests.crawl import CrawlResult, crawl_command, run_crawl, run_focus_crawl
 from tests.farm import article_html
-from tests.hostile import BOMB_SIZE, HostileWeb, article_page
+from tests.hostile import (
+    AUTH_PASSWORD,
+    AUTH_USER,
+    BOMB_SIZE,
+    SESSION_COOKIE,
+    HostileWeb,
+    article_page,
+)
 
 REPO = Path(__file__).parent.parent
 MIB = 1 << 20
@@ -171,3 +178,76 @@ def test_download_size_limits_fit_text_and_a_users_limit_still_wins(hostile: Hos
     assert result.returncode == 0, result.log[-3000:]
     with Corpus(second / ".scrapy" / "httpcache" / "farm") as corpus:
         assert corpus.page(huge).latest().body_size > 20 * MIB
+
+
+# -- item 18: no credentials or session cookies in the corpus keys and exports
+
+
+def test_credentials_and_cookies_stay_out_of_the_corpus_and_its_exports(
+    hostile: HostileWeb, tmp_path
+):
+    site = hostile.secrets
+    plain = site.url("/private/1.html")
+    with_credentials = plain.replace("http://", f"http://{AUTH_USER}:{AUTH_PASSWORD}@")
+    result = run_focus_crawl(tmp_path, [with_credentials], settings={"ROBOTSTXT_OBEY": False})
+    assert result.returncode == 0, result.log[-3000:]
+    # The request itself still authenticated (the browser engine answers the 401
+    # challenge with the URL's credentials; Scrapy's HTTP client refuses such a URL).
+    assert [hit.status for hit in site.hits_for("/private/1.html")][-1] == 200
+    [item] = result.items
+    assert (item["url"], item["final_url"]) == (plain, plain)
+    assert item["state"] == "accepted"
+    assert AUTH_PASSWORD not in json.dumps(result.items)
+
+    corpus_dir = tmp_path / ".scrapy" / "httpcache" / "focus"
+    with Corpus(corpus_dir) as corpus:
+        [page] = list(corpus)
+        assert page.url == plain
+        assert (page.latest().url, page.latest().final_url) == (plain, plain)
+        assert corpus.page(with_credentials) == page  # any spelling finds the one page
+    # Nowhere in the file: keys, versions, verdicts, the accepted item.
+    assert AUTH_PASSWORD.encode() not in (corpus_dir / "data.mdb").read_bytes()
+
+    exports = {}
+    for name, args in {
+        "accepted.jsonl": ["--format", "jsonl"],
+        "all.jsonl": ["--format", "jsonl", "--state", "all"],
+        "all.warc.gz": ["--format", "warc", "--state", "all"],
+    }.items():
+        out = tmp_path / name
+        done = focus_corpus("export", *args, "-O", str(out), "--dir", str(corpus_dir), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        exports[name] = _export_text(out)
+    for name, text in exports.items():
+        assert AUTH_PASSWORD not in text, name
+        assert "TOPSECRET" not in text, name
+    assert '["Set-Cookie", "[redacted]"]' in exports["all.jsonl"]
+    assert "Set-Cookie: [redacted]" in exports["all.warc.gz"]
+
+    # Asked for, the cookie is exported; the credentials never are.
+    out = tmp_path / "secrets.warc.gz"
+    done = focus_corpus(
+        "export",
+        "--format",
+        "warc",
+        "--state",
+        "all",
+        "--secret-headers",
+        "-O",
+        str(out),
+        "--dir",
+        str(corpus_dir),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Set-Cookie: {SESSION_COOKIE}" in _export_text(out)
+    assert AUTH_PASSWORD not in _export_text(out)
+
+
+def _export_text(path: Path) -> str:
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        import gzip
+
+        data = gzip.decompress(data)
+    return data.decode("utf-8", "replace")

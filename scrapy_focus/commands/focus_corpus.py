@@ -39,7 +39,8 @@ class Command(ScrapyCommand):
             "  ls           one line per page: last fetch, status, versions, URL\n"
             "  show URL     every version of one page (add --body to print the latest body)\n"
             "  export       write accepted pages (--state all: every page) as JSON Lines,\n"
-            "               Markdown files or WARC (--format, -O)\n\n"
+            "               Markdown files or WARC (--format, -O); cookie and\n"
+            "               authorization headers redacted unless --secret-headers\n\n"
             "The corpus is found with --dir, or inside a project with --spider NAME\n"
             "(<HTTPCACHE_DIR>/<NAME>), or as the only corpus in HTTPCACHE_DIR."
         )
@@ -67,6 +68,12 @@ class Command(ScrapyCommand):
         )
         parser.add_argument(
             "--all-versions", action="store_true", help="export every version, not the latest"
+        )
+        parser.add_argument(
+            "--secret-headers",
+            action="store_true",
+            help="export the values of Set-Cookie, Cookie and Authorization headers "
+            "(default: redacted)",
         )
         parser.add_argument("--body", action="store_true", help="show: print the latest body")
 
@@ -152,12 +159,18 @@ class Command(ScrapyCommand):
             count = export_markdown(corpus, Path(opts.output), opts.all_versions)
         elif opts.format == "warc":
             with open(opts.output, "wb") as out:
-                count = export_warc(corpus, out, opts.all_versions, accepted_only)
+                count = export_warc(
+                    corpus, out, opts.all_versions, accepted_only, opts.secret_headers
+                )
         elif opts.output:
             with open(opts.output, "w", encoding="utf-8") as out:
-                count = export_jsonl(corpus, out, opts.all_versions, accepted_only)
+                count = export_jsonl(
+                    corpus, out, opts.all_versions, accepted_only, opts.secret_headers
+                )
         else:
-            count = export_jsonl(corpus, sys.stdout, opts.all_versions, accepted_only)
+            count = export_jsonl(
+                corpus, sys.stdout, opts.all_versions, accepted_only, opts.secret_headers
+            )
         print(f"exported {count} records", file=sys.stderr)
         if accepted_only and count == 0 and next(corpus.states(), None) is None:
             print(

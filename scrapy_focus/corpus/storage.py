@@ -47,7 +47,7 @@ from scrapy_focus.corpus.db import (
     acquire,
     release,
 )
-from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams
+from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams, strip_userinfo
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -173,8 +173,10 @@ class LmdbCacheStorage:
             Fetch(
                 fingerprint=self._fingerprinter.fingerprint(request),
                 canonical_url=self._canonical.canonical_url(request),
-                url=request.url,
-                final_url=response.url,
+                # The request authenticates with its user:password@; the corpus
+                # keeps no secret of it.
+                url=strip_userinfo(request.url),
+                final_url=strip_userinfo(response.url),
                 status=response.status,
                 headers=headers,
                 body=body,
@@ -213,7 +215,7 @@ class LmdbCacheStorage:
         kept: dict[str, Any] = {}
         for key in self.config.meta_keys:
             if key in request.meta and _is_json(request.meta[key]):
-                kept[key] = request.meta[key]
+                kept[key] = _without_userinfo(request.meta[key])
         return kept
 
     def _decoded(
@@ -328,6 +330,18 @@ def _read_bounded(read: Any, max_size: int) -> bytes:
         _check_size(total, max_size)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _without_userinfo(value: Any) -> Any:
+    """A meta value with the credentials of every URL in it stripped (a link's
+    parent_url was the authenticated page's URL)."""
+    if isinstance(value, str):
+        return strip_userinfo(value) if "@" in value and "://" in value else value
+    if isinstance(value, list):
+        return [_without_userinfo(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_userinfo(item) for key, item in value.items()}
+    return value
 
 
 def _is_json(value: Any) -> bool:
