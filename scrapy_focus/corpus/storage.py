@@ -235,7 +235,10 @@ class LmdbCacheStorage:
             if token.strip()
         ]
         if not encodings or encodings == ["identity"]:
-            # Decoded upstream (HttpDecompressionMiddleware), or never encoded.
+            if request_encoding:  # decoded upstream: the wire's length is not the body's
+                headers = [
+                    (name, value) for name, value in headers if name.lower() != "content-length"
+                ]
             return response.body, headers, request_encoding
 
         try:
