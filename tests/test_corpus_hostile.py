@@ -130,7 +130,9 @@ def test_compression_bombs_are_dropped_before_memory_grows_and_encoded_pages_dec
     result, peak = measured_crawl(
         tmp_path,
         bombs + healthy,
-        {"DOWNLOAD_MAXSIZE": 5 * MIB, "CONCURRENT_REQUESTS": 2, "FOCUS_ENGINES": ["http"]},
+        # The whole ladder: a dropped bomb must not escalate to a browser, which
+        # would inflate it again.
+        {"DOWNLOAD_MAXSIZE": 5 * MIB, "CONCURRENT_REQUESTS": 2},
     )
     assert result.returncode == 0, result.log[-3000:]
     # Each bomb inflates to 400 MiB; inflating one whole costs more than that.
@@ -140,6 +142,7 @@ def test_compression_bombs_are_dropped_before_memory_grows_and_encoded_pages_dec
         assert f"Ignored response <200 {url}>" in result.log
         assert "exceeded DOWNLOAD_MAXSIZE (5242880 B) during decompression" in result.log
     assert sorted(item["url"] for item in result.items) == sorted(healthy)
+    assert all(hit.user_agent.startswith("Scrapy/") for hit in site.hits if "/bomb/" in hit.path)
 
     # Decoded once, before the cache: Scrapy's own decoding counted each healthy page
     # once, and the corpus stored what it produced, recording the encoding.
