@@ -240,7 +240,6 @@ class LmdbCacheStorage:
                     (name, value) for name, value in headers if name.lower() != "content-length"
                 ]
             return response.body, headers, request_encoding
-
         try:
             body = decode_content(response.body, encodings, self.config.max_decoded_size)
         except ContentDecodingError as exc:
