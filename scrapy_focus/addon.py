@@ -18,10 +18,15 @@ if TYPE_CHECKING:
 
 PRIORITY = "addon"
 CORPUS_STORAGE = "scrapy_focus.corpus.storage.LmdbCacheStorage"
+# In Scrapy's HttpCompressionMiddleware's place, above HttpCacheMiddleware (900):
+# a body is inflated once, bounded, before the corpus stores it.
+SCRAPY_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+DECOMPRESSION_MIDDLEWARE = ("scrapy_focus.corpus.compression.HttpDecompressionMiddleware", 910)
 FINGERPRINTER = "scrapy_focus.urls.CanonicalRequestFingerprinter"
 
-# Downloader side: just below HttpCompressionMiddleware (590), so extraction
-# sees decoded bodies, live or from the cache (HttpCacheMiddleware, 900).
+# Downloader side: below the cache (HttpCacheMiddleware, 900) and the decoding
+# (910; Scrapy's 590 when the user placed it), so extraction sees decoded bodies,
+# live or from the cache.
 EXTRACTION_MIDDLEWARE = ("scrapy_focus.extract.middleware.ExtractionMiddleware", 585)
 REQUEUE_MIDDLEWARE = ("scrapy_focus.corpus.requeue.CorpusRequeueMiddleware", 40)
 # Before the user's pipelines (300+ by convention), so they see verdicts.
@@ -42,10 +47,19 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         for name, value in focus_defaults.defaults().items():
             settings.set(name, value, priority=PRIORITY)
+        for name, value in focus_defaults.scrapy_defaults().items():
+            settings.set(name, value, priority=PRIORITY)
 
         if settings.getbool("FOCUS_CORPUS_ENABLED"):
             settings.set("HTTPCACHE_ENABLED", True, priority=PRIORITY)
             settings.set("HTTPCACHE_STORAGE", CORPUS_STORAGE, priority=PRIORITY)
+            compression = load_object(SCRAPY_COMPRESSION)
+            if not _listed(settings, "DOWNLOADER_MIDDLEWARES", compression):
+                # A user who placed Scrapy's own keeps it where they put it.
+                settings.setdefault_in_component_priority_dict(
+                    "DOWNLOADER_MIDDLEWARES", compression, None
+                )
+                _add_component(settings, "DOWNLOADER_MIDDLEWARES", *DECOMPRESSION_MIDDLEWARE)
 
         if settings.getbool("FOCUS_CANONICAL_URLS_ENABLED"):
             settings.set("REQUEST_FINGERPRINTER_CLASS", FINGERPRINTER, priority=PRIORITY)
@@ -73,6 +87,10 @@ class Addon:
             _add_component(settings, "ITEM_PIPELINES", *CONFIDENCE_PIPELINE)
             _add_component(settings, "ITEM_PIPELINES", *CONTRACT_PIPELINE)
             _add_component(settings, "SPIDER_MIDDLEWARES", *REQUEUE_MIDDLEWARE)
+
+
+def _listed(settings: BaseSettings, name: str, cls: type) -> bool:
+    return any(load_object(key) is cls for key in settings.getdict(name))
 
 
 def _add_component(settings: BaseSettings, name: str, path: str, order: int) -> None:

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urldefrag
 
+from scrapy_focus.urls import strip_userinfo
+
 if TYPE_CHECKING:
     from scrapy.http import Response
 
@@ -86,14 +88,15 @@ def page_item(response: Response) -> PageItem:
     fetched = meta.get("focus_fetched_at")  # set by the corpus on retrieve and on store
     request_url = response.request.url if response.request is not None else response.url
     request_url = urldefrag(request_url)[0]  # a fragment is not part of what was fetched
+    # Exported and stored: no user:password@ (the request alone needed it).
     item = PageItem(
-        url=request_url,
-        final_url=response.url,
+        url=strip_userinfo(request_url),
+        final_url=strip_userinfo(response.url),
         status=response.status,
         engine=meta.get("focus_engine") or "http",
         fetched_at=_iso(fetched or time.time()),
         depth=meta.get("depth", 0),
-        parent_url=link.get("parent_url"),
+        parent_url=strip_userinfo(link["parent_url"]) if link.get("parent_url") else None,
         anchor=link.get("anchor"),
         link_score=link.get("score"),
         relevance=meta.get("focus_relevance"),

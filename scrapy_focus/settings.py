@@ -42,6 +42,12 @@ FOCUS_CORPUS_COMPRESSION_LEVEL = 3
 #: components register theirs here (``focus_engine`` is stored anyway).
 FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus", "focus_trace"]
 
+#: Response classes, besides Scrapy's own (Response, TextResponse, HtmlResponse,
+#: XmlResponse, JsonResponse), that a stored version may be rebuilt as (dotted
+#: paths).  A corpus naming any other class never imports it: the version is read
+#: as data, its class guessed from its headers (``focus/corpus/untrusted_response_class``).
+FOCUS_CORPUS_RESPONSE_CLASSES: list[str] = []
+
 #: Canonical URLs: the Addon installs
 #: :class:`~scrapy_focus.urls.CanonicalRequestFingerprinter` so that every
 #: component (dupefilter, cache, corpus) keys pages by their canonical URL.
@@ -233,6 +239,25 @@ FOCUS_LADDER_PRIORITY_ADJUST = 1
 FOCUS_BREAKER_THRESHOLD = 5
 FOCUS_BREAKER_COOLDOWN = 60.0
 FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
+
+
+# -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)
+
+#: Scrapy's 1 GiB is no size for a page of text, and every byte of a body is held in
+#: memory.  Twice FOCUS_EXTRACT_MAX_BYTES: a body up to that is downloaded, stored and
+#: rejected as ``oversized`` (a verdict the crawl records) rather than cancelled
+#: mid-download; the limit holds for the decoded body too (focus/decompression/too_large).
+SCRAPY_DOWNLOAD_MAXSIZE = 2 * FOCUS_EXTRACT_MAX_BYTES
+#: A warning for each body the extraction will not read.
+SCRAPY_DOWNLOAD_WARNSIZE = FOCUS_EXTRACT_MAX_BYTES
+
+
+def scrapy_defaults() -> dict[str, Any]:
+    """Scrapy settings the add-on sets at its priority, by their Scrapy names."""
+    return {
+        "DOWNLOAD_MAXSIZE": SCRAPY_DOWNLOAD_MAXSIZE,
+        "DOWNLOAD_WARNSIZE": SCRAPY_DOWNLOAD_WARNSIZE,
+    }
 
 
 def defaults() -> dict[str, Any]:

@@ -70,8 +70,9 @@ def canonicalize_url(url: str, tracking: TrackingParams = DEFAULT_TRACKING_PARAM
 
     w3lib's canonicalisation (sorted query, normalised percent-encoding, IDNA
     host, no fragment, dot segments resolved), plus: lower-case scheme and host,
-    no default port, no tracking parameters, and ``/`` for an empty path.
-    Never raises on a malformed URL.
+    no default port, no tracking parameters, no ``user:password@`` (one page
+    however it authenticates, and a key that is stored, logged and exported must
+    not hold a secret), and ``/`` for an empty path.  Never raises on a malformed URL.
     """
     plain = _PLAIN_URL.fullmatch(url)
     if plain is None:
@@ -88,7 +89,7 @@ def canonicalize_url(url: str, tracking: TrackingParams = DEFAULT_TRACKING_PARAM
 def _canonicalize_parsed(url: str, tracking: TrackingParams) -> str:
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
-    netloc = parts.netloc
+    netloc = parts.netloc.rsplit("@", 1)[-1]
     if parts.hostname is not None:
         host = parts.hostname  # already lower-cased by urlsplit
         if ":" in host:  # IPv6 literal
@@ -98,8 +99,7 @@ def _canonicalize_parsed(url: str, tracking: TrackingParams) -> str:
         except ValueError:  # a port that is not a number: keep the URL as given
             port = None
             host = parts.netloc.rsplit("@", 1)[-1].lower()
-        userinfo = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
-        netloc = userinfo + host
+        netloc = host
         if port is not None and port != DEFAULT_PORTS.get(scheme):
             netloc += f":{port}"
     query = parts.query
@@ -115,6 +115,17 @@ def _canonicalize_parsed(url: str, tracking: TrackingParams) -> str:
         # w3lib refuses some malformed URLs (a non-numeric port); such a URL
         # still needs a stable key, and the fetch itself will report the error.
         return rebuilt
+
+
+def strip_userinfo(url: str) -> str:
+    """*url* without its ``user:password@``: the form of a URL that may be stored or
+    exported.  Only the request itself, which authenticates with it, keeps it."""
+    if "@" not in url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def url_fingerprint(canonical_url: str, method: str = "GET", body: bytes = b"") -> bytes:

@@ -544,6 +544,93 @@ class FixableSite(Site):
         return _page(article_page(12_000 + n)) if n is not None else _not_found()
 
 
+# -- corpus storage: compression bombs, oversized bodies, secrets (issue 11: 6, 7, 18)
+
+BOMB_SIZE = 400 << 20  # what each bomb inflates to
+AUTH_USER, AUTH_PASSWORD = "alice", "s3cret-pass"
+SESSION_COOKIE = "session=TOPSECRET-8f2a; Path=/; HttpOnly"
+
+
+def _bomb(encoding: str) -> bytes:
+    """BOMB_SIZE zero bytes in *encoding*, compressed a MiB at a time (never held whole)."""
+    import zlib
+
+    import brotli
+    import zstandard
+
+    chunk = bytes(1 << 20)
+    if encoding == "br":
+        compressor = brotli.Compressor(quality=5)
+        compress, finish = compressor.process, compressor.finish
+    elif encoding == "zstd":
+        zstd = zstandard.ZstdCompressor(level=3).compressobj()
+        compress, finish = zstd.compress, zstd.flush
+    else:  # gzip: wbits 31; deflate: the zlib wrapping most servers send
+        deflate = zlib.compressobj(9, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+        compress, finish = deflate.compress, deflate.flush
+    return b"".join(compress(chunk) for _ in range(BOMB_SIZE >> 20)) + finish()
+
+
+class PayloadSite(Site):
+    """``/bomb/{br,gzip,deflate,zstd}.html``: a few hundred bytes to a few hundred KiB on
+    the wire, BOMB_SIZE once inflated; ``/encoded/{br,gzip}.html``: a healthy article
+    sent encoded; ``/big/N.html``: an article padded to N MiB."""
+
+    name = "payloads"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self._bombs: dict[str, bytes] = {}
+        self._bombs_lock = threading.Lock()
+
+    def bomb(self, encoding: str) -> bytes:
+        with self._bombs_lock:  # built on first use: seconds, for the tests that need it
+            if encoding not in self._bombs:
+                self._bombs[encoding] = _bomb(encoding)
+            return self._bombs[encoding]
+
+    def route(self, request: FarmRequest) -> Page:
+        for encoding in ("br", "gzip", "deflate", "zstd"):
+            if request.path == f"/bomb/{encoding}.html":
+                return _page(self.bomb(encoding), Content_Encoding=encoding)
+        if request.path in ("/encoded/br.html", "/encoded/gzip.html"):
+            import gzip
+
+            import brotli
+
+            html = article_page(13_000).encode()
+            if request.path == "/encoded/br.html":
+                return _page(brotli.compress(html), Content_Encoding="br")
+            return _page(gzip.compress(html), Content_Encoding="gzip")
+        n = _number(request.path, "/big/")
+        if n is not None:
+            padding = "<!-- " + "x" * ((n << 20) - 10) + " -->"
+            return _page(article_page(13_001, extra_body=padding))
+        return _not_found()
+
+
+class SecretSite(Site):
+    """``/private/N.html`` answers only with HTTP Basic credentials AUTH_USER:AUTH_PASSWORD
+    (401 with a challenge otherwise), and sets a session cookie."""
+
+    name = "secrets"
+
+    def route(self, request: FarmRequest) -> Page:
+        import base64
+
+        n = _number(request.path, "/private/")
+        if n is None:
+            return _not_found()
+        expected = base64.b64encode(f"{AUTH_USER}:{AUTH_PASSWORD}".encode()).decode()
+        if request.header("authorization") != f"Basic {expected}":
+            return _page(
+                "<html><head><title>Login</title></head><body>Log in</body></html>",
+                401,
+                WWW_Authenticate='Basic realm="private"',
+            )
+        return _page(article_page(14_000 + n), Set_Cookie=SESSION_COOKIE)
+
+
 SITES: list[Callable[[str], Site]] = [
     StaticSite,
     SpaSite,
@@ -559,6 +646,8 @@ SITES: list[Callable[[str], Site]] = [
     EncodingSite,
     OutageSite,
     FixableSite,
+    PayloadSite,
+    SecretSite,
 ]
 
 

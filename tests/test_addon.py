@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scrapy.downloadermiddlewares.httpcache import HttpCacheMiddleware
+from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from scrapy_focus import settings as focus_settings
@@ -43,6 +45,30 @@ def test_user_values_win_over_the_addon():
     assert settings["HTTPCACHE_STORAGE"] == "scrapy.extensions.httpcache.FilesystemCacheStorage"
     assert settings["FOCUS_CORPUS_COMPRESSION"] == "zlib"
     assert settings["REQUEST_FINGERPRINTER_CLASS"] == "scrapy.utils.request.RequestFingerprinter"
+
+
+def test_download_size_limits_fit_text_and_the_user_still_wins():
+    settings = settings_with()
+    assert settings.getint("DOWNLOAD_MAXSIZE") == 16 * 1024 * 1024
+    assert settings.getint("DOWNLOAD_WARNSIZE") == settings.getint("FOCUS_EXTRACT_MAX_BYTES")
+    mine = settings_with(DOWNLOAD_MAXSIZE=1 << 30, DOWNLOAD_WARNSIZE=0)
+    assert (mine.getint("DOWNLOAD_MAXSIZE"), mine.getint("DOWNLOAD_WARNSIZE")) == (1 << 30, 0)
+
+
+def test_one_decoder_above_the_cache_unless_the_user_placed_scrapys():
+    compression = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+    ours = "scrapy_focus.corpus.compression.HttpDecompressionMiddleware"
+    middlewares = {
+        load_object(key): order
+        for key, order in settings_with().getwithbase("DOWNLOADER_MIDDLEWARES").items()
+    }
+    assert middlewares[load_object(compression)] is None
+    assert middlewares[load_object(ours)] > middlewares[HttpCacheMiddleware]
+    placed = settings_with(DOWNLOADER_MIDDLEWARES={compression: 950})
+    assert load_object(ours) not in {
+        load_object(key) for key in placed.getdict("DOWNLOADER_MIDDLEWARES")
+    }
+    assert placed.getdict("DOWNLOADER_MIDDLEWARES")[compression] == 950
 
 
 def test_explicitly_disabled_cache_stays_disabled():

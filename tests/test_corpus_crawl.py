@@ -109,15 +109,15 @@ def test_compressed_responses_are_stored_decoded(farm, tmp_path):
         assert gz.latest().content_encoding == "gzip"
 
 
-def test_decompression_bomb_and_corrupt_gzip_neither_crash_nor_lose_the_page(farm, tmp_path):
+def test_decompression_bomb_and_corrupt_gzip_are_dropped_before_the_corpus(farm, tmp_path):
     urls = [farm.url("/bomb.html"), farm.url("/corrupt-gzip.html"), farm.url("/articles/1.html")]
     result = run_crawl(tmp_path, urls, {"DOWNLOAD_MAXSIZE": 4 << 20})
     assert result.returncode == 0, result.log[-3000:]
     assert [item["url"] for item in result.items] == [farm.url("/articles/1.html")]
     with corpus_of(tmp_path) as corpus:
-        bomb = corpus.page(farm.url("/bomb.html"))
-        # kept as received (small), never inflated to 64 MiB
-        assert bomb.latest().content_encoding is None
-        assert bomb.latest().body_size < 1 << 20
-        assert corpus.page(farm.url("/corrupt-gzip.html")) is not None
-    assert result.stats["focus/corpus/undecoded_body"] == 2
+        # never inflated to 64 MiB, never stored
+        assert corpus.page(farm.url("/bomb.html")) is None
+        assert corpus.page(farm.url("/corrupt-gzip.html")) is None
+    assert result.stats["focus/decompression/too_large"] == 1
+    assert result.stats["focus/decompression/corrupt"] == 1
+    assert f"Ignored response <200 {farm.url('/corrupt-gzip.html')}>: its body" in result.log

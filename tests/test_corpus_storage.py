@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
+from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_focus.corpus.db import _INDEX, CorpusError, Version, body_hash
@@ -288,6 +288,22 @@ def test_decode_content_stops_a_decompression_bomb():
         decode_content(deflate_bomb, ["deflate"], max_size=1 << 20)
 
 
+def test_decode_content_inflates_a_brotli_bomb_in_bounded_chunks():
+    import tracemalloc
+
+    import brotli
+
+    bomb = brotli.compress(bytes(64 << 20), quality=5)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ContentDecodingError, match="exceed"):
+            decode_content(bomb, ["br"], max_size=1 << 20)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20  # the limit and a chunk, not the 64 MiB it inflates to
+
+
 def test_decode_content_handles_stacked_and_raw_deflate_encodings():
     raw_deflate = zlib.compressobj(wbits=-15)
     raw = raw_deflate.compress(HTML) + raw_deflate.flush()
@@ -343,4 +359,124 @@ def test_records_are_written_in_the_json_older_readers_know(tmp_path):
         raw = txn.get(fingerprint + _INDEX.pack(0), db=storage.db._dbs[b"versions"])
     assert raw == json.dumps(asdict(version), separators=(",", ":")).encode()
     assert Version.from_bytes(raw) == version
+    storage.close_spider(spider)
+
+
+# -- what Scrapy's own cache storages keep (issue 17): class, attributes, repairs
+
+
+class ProductResponse(HtmlResponse):
+    """A project's own response subclass, with an attribute of its own."""
+
+    attributes = (*HtmlResponse.attributes, "sku")
+
+    def __init__(self, *args, sku: str | None = None, **kwargs):
+        self.sku = sku
+        super().__init__(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "cls"),
+    [
+        # Bodies that do not name their type: only the Content-Type header does.
+        ("text/html; charset=utf-8", b"<h1>A fragment</h1><p>of HTML</p>", HtmlResponse),
+        ("application/json", b'{"a": [1, 2]}', JsonResponse),
+        ("application/xml", b"<feed><entry/></feed>", XmlResponse),
+    ],
+)
+@pytest.mark.parametrize("encoded", [False, True])
+def test_cached_response_has_the_class_the_live_crawl_gave(
+    tmp_path, content_type, body, cls, encoded
+):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/doc")
+    headers = {"Content-Type": content_type}
+    if encoded:
+        headers["Content-Encoding"] = "gzip"
+    # What the downloader hands over: a plain Response whenever the body is
+    # encoded (responsetypes does not guess through an encoding).
+    raw = Response(url=request.url, headers=headers, body=gzip.compress(body) if encoded else body)
+    storage.store_response(spider, request, raw)
+    cached = storage.retrieve_response(spider, request)
+    assert type(cached) is cls
+    assert cached.body == body
+    storage.close_spider(spider)
+
+
+def test_explicit_encoding_and_a_subclass_attributes_survive_the_cache(tmp_path):
+    storage, spider = open_storage(
+        tmp_path, FOCUS_CORPUS_RESPONSE_CLASSES=[f"{__name__}.ProductResponse"]
+    )
+    text = Request("http://example.com/text")
+    # The header says UTF-8; the spider knows better and said so.
+    storage.store_response(
+        spider,
+        text,
+        TextResponse(
+            url=text.url,
+            headers={"Content-Type": "text/plain; charset=utf-8"},
+            body="Grüße".encode("latin-1"),
+            encoding="latin-1",
+        ),
+    )
+    product = Request("http://example.com/product")
+    storage.store_response(
+        spider, product, ProductResponse(url=product.url, body=HTML, sku="A-113")
+    )
+    cached_text = storage.retrieve_response(spider, text)
+    assert cached_text.encoding == "latin-1"
+    assert cached_text.text == "Grüße"
+    cached_product = storage.retrieve_response(spider, product)
+    assert type(cached_product) is ProductResponse
+    assert cached_product.sku == "A-113"
+    storage.close_spider(spider)
+
+    # A reader that was not told to trust the subclass rebuilds its trusted base.
+    with Corpus(corpus_dir(tmp_path)) as corpus:
+        response = corpus.page(product.url).response()
+        assert type(response) is HtmlResponse
+        assert corpus.response_classes.untrusted == {f"{__name__}.ProductResponse": 1}
+
+
+def test_damaged_version_record_is_a_miss_and_the_next_download_repairs_it(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
+    with storage.db.env.begin(write=True) as txn:
+        txn.put(
+            fingerprint + _INDEX.pack(0),
+            b'{"index": 0, "url": tru',
+            db=storage.db._dbs[b"versions"],
+        )
+
+    assert storage.retrieve_response(spider, request) is None
+    assert spider.crawler.stats.get_value("focus/corpus/corrupt_record") == 1
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    cached = storage.retrieve_response(spider, request)
+    assert cached is not None and cached.body == HTML
+    assert [v.index for v in storage.db.versions(fingerprint)] == [0]
+    storage.close_spider(spider)
+
+
+@pytest.mark.parametrize(
+    ("codec", "damage"),
+    [
+        ("zstd", lambda stored: stored[:1] + b"\x00" * (len(stored) - 1)),  # does not decode
+        ("none", lambda stored: stored[:-1] + b"!"),  # decodes, to the wrong bytes
+    ],
+)
+def test_damaged_body_is_rewritten_by_the_next_store_of_that_body(tmp_path, codec, damage):
+    storage, spider = open_storage(tmp_path, FOCUS_CORPUS_COMPRESSION=codec)
+    request = Request("http://example.com/a")
+    storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
+    digest = body_hash(HTML)
+    bodies = storage.db._dbs[b"bodies"]
+    with storage.db.env.begin(write=True) as txn:
+        txn.put(digest, damage(bytes(txn.get(digest, db=bodies))), db=bodies)
+
+    other = Request("http://example.com/copy")  # the same body under another URL
+    storage.store_response(spider, other, HtmlResponse(url=other.url, body=HTML))
+    assert storage.retrieve_response(spider, request).body == HTML
+    assert storage.retrieve_response(spider, other).body == HTML
     storage.close_spider(spider)

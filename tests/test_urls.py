@@ -30,7 +30,7 @@ from scrapy_focus.urls import (
         ("http://example.com/a?utm_source=x&utm_medium=y&id=3", "http://example.com/a?id=3"),
         ("http://example.com/a?gclid=1&fbclid=2&msclkid=3", "http://example.com/a"),
         ("http://example.com/%7euser/", "http://example.com/~user/"),
-        ("http://user:pw@Example.com:81/", "http://user:pw@example.com:81/"),
+        ("http://user:pw@Example.com:81/", "http://example.com:81/"),  # no secret in a key
         ("http://[::1]:80/x", "http://[::1]/x"),
         ("http://例え.jp/パス", "http://xn--r8jz45g.jp/%E3%83%91%E3%82%B9"),
     ],

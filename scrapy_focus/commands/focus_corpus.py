@@ -16,6 +16,7 @@ from scrapy_focus.commands.location import add_corpus_options, corpus_path
 from scrapy_focus.corpus.db import CorpusError
 from scrapy_focus.corpus.export import export_jsonl, export_markdown, export_warc
 from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.corpus.storage import ResponseClasses
 
 ACTIONS = ("stats", "ls", "show", "export")
 
@@ -38,7 +39,8 @@ class Command(ScrapyCommand):
             "  ls           one line per page: last fetch, status, versions, URL\n"
             "  show URL     every version of one page (add --body to print the latest body)\n"
             "  export       write accepted pages (--state all: every page) as JSON Lines,\n"
-            "               Markdown files or WARC (--format, -O)\n\n"
+            "               Markdown files or WARC (--format, -O); cookie and\n"
+            "               authorization headers redacted unless --secret-headers\n\n"
             "The corpus is found with --dir, or inside a project with --spider NAME\n"
             "(<HTTPCACHE_DIR>/<NAME>), or as the only corpus in HTTPCACHE_DIR."
         )
@@ -67,6 +69,12 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--all-versions", action="store_true", help="export every version, not the latest"
         )
+        parser.add_argument(
+            "--secret-headers",
+            action="store_true",
+            help="export the values of Set-Cookie, Cookie and Authorization headers "
+            "(default: redacted)",
+        )
         parser.add_argument("--body", action="store_true", help="show: print the latest body")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -75,7 +83,10 @@ class Command(ScrapyCommand):
         action, rest = args[0], args[1:]
         path = corpus_path(self.settings, opts)
         try:
-            corpus = Corpus(path)
+            classes = ResponseClasses.from_paths(
+                self.settings.getlist("FOCUS_CORPUS_RESPONSE_CLASSES")
+            )
+            corpus = Corpus(path, response_classes=classes)
         except CorpusError as exc:
             raise UsageError(str(exc), print_help=False) from exc
         with corpus:
@@ -89,6 +100,12 @@ class Command(ScrapyCommand):
                 self._show(corpus, rest[0], opts.body)
             else:
                 self._export(corpus, opts)
+        for name, count in corpus.response_classes.untrusted.items():
+            print(
+                f"{count} versions name response class {name!r}, neither Scrapy's nor in "
+                "FOCUS_CORPUS_RESPONSE_CLASSES: read as data, not imported",
+                file=sys.stderr,
+            )
 
     def _stats(self, corpus: Corpus) -> None:
         stats = corpus.stats()
@@ -142,12 +159,18 @@ class Command(ScrapyCommand):
             count = export_markdown(corpus, Path(opts.output), opts.all_versions)
         elif opts.format == "warc":
             with open(opts.output, "wb") as out:
-                count = export_warc(corpus, out, opts.all_versions, accepted_only)
+                count = export_warc(
+                    corpus, out, opts.all_versions, accepted_only, opts.secret_headers
+                )
         elif opts.output:
             with open(opts.output, "w", encoding="utf-8") as out:
-                count = export_jsonl(corpus, out, opts.all_versions, accepted_only)
+                count = export_jsonl(
+                    corpus, out, opts.all_versions, accepted_only, opts.secret_headers
+                )
         else:
-            count = export_jsonl(corpus, sys.stdout, opts.all_versions, accepted_only)
+            count = export_jsonl(
+                corpus, sys.stdout, opts.all_versions, accepted_only, opts.secret_headers
+            )
         print(f"exported {count} records", file=sys.stderr)
         if accepted_only and count == 0 and next(corpus.states(), None) is None:
             print(

@@ -55,6 +55,11 @@ class CorpusError(Exception):
     """A corpus cannot be opened or read; the message says which and why."""
 
 
+class CorruptRecord(CorpusError):
+    """One record of a corpus cannot be read (bad JSON, a body that does not decode
+    or is missing): that page is unreadable, the rest of the corpus is fine."""
+
+
 # -- body compression -------------------------------------------------------------
 
 _CODEC_NONE, _CODEC_ZLIB, _CODEC_ZSTD = b"n", b"d", b"z"
@@ -141,13 +146,19 @@ class Version:
     protocol: str | None = None
     content_encoding: str | None = None  # the wire Content-Encoding that was decoded
     meta: dict[str, Any] = field(default_factory=dict)
+    # The response class's own constructor arguments beyond Response's (to_dict()
+    # style): an explicit ``encoding``, a subclass's attributes; JSON values only.
+    attributes: dict[str, Any] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         return _to_json(self)
 
     @classmethod
     def from_bytes(cls, data: bytes | memoryview) -> Version:
-        return cls.from_fields(json.loads(bytes(data)))
+        try:
+            return cls.from_fields(json.loads(bytes(data)))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise CorruptRecord(f"unreadable version record: {exc!r}") from exc
 
     @classmethod
     def from_fields(cls, raw: dict[str, Any]) -> Version:
@@ -195,6 +206,7 @@ class Fetch:
     protocol: str | None = None
     content_encoding: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=dict)
     fetched_at: float = field(default_factory=time.time)
 
 
@@ -408,20 +420,31 @@ class CorpusDB:
         digest = body_hash(fetch.body)
         bodies = self._dbs[b"bodies"]
         # Compress before the write transaction, so the single-writer lock is held
-        # for the shortest time, and only a body not stored yet (a cheap read says so).
-        stored = self._read(lambda txn: txn.get(digest, db=bodies) is not None, buffers=True)
+        # for the shortest time, and only a body not stored yet, or stored corrupt:
+        # a body is trusted by its key only once its bytes hash to that key again.
+        stored = self._read(lambda txn: self._body_intact(txn, digest), buffers=True)
         encoded = None if stored else self.codec.encode(fetch.body)
 
         def work(txn: lmdb.Transaction) -> Version:
             if encoded is not None:
-                txn.put(digest, encoded, db=bodies, overwrite=False)
+                txn.put(digest, encoded, db=bodies)
             elif txn.get(digest, db=bodies) is None:  # deleted meanwhile: store it now
                 txn.put(digest, self.codec.encode(fetch.body), db=bodies)
-            page_raw = txn.get(fetch.fingerprint, db=self._dbs[b"pages"])
-            page = PageRecord.from_bytes(page_raw) if page_raw is not None else None
+            try:
+                page_raw = txn.get(fetch.fingerprint, db=self._dbs[b"pages"])
+                page = PageRecord.from_bytes(page_raw) if page_raw is not None else None
+            except (ValueError, TypeError):
+                page = None  # rewritten below from this fetch
             latest = None
-            if page is not None and page.version_count:
-                latest = self._version_in(txn, fetch.fingerprint, page.version_count - 1)
+            corrupt_index = None
+            entry = self._latest_entry(txn, fetch.fingerprint)
+            if entry is not None:
+                try:
+                    latest = Version.from_bytes(entry[1])
+                except CorruptRecord:
+                    # This fetch takes the unreadable record's place: a fresh
+                    # download repairs the page instead of failing on it forever.
+                    corrupt_index = entry[0]
             if (
                 supersede is not None
                 and latest is not None
@@ -435,6 +458,8 @@ class CorpusDB:
                     else None
                 )
             version = _next_version(latest, fetch, digest.hex())
+            if corrupt_index is not None:
+                version = replace(version, index=corrupt_index)
             txn.put(
                 fetch.fingerprint + _INDEX.pack(version.index),
                 version.to_bytes(),
@@ -453,6 +478,15 @@ class CorpusDB:
 
         return self._write(work)
 
+    def _body_intact(self, txn: lmdb.Transaction, digest: bytes) -> bool:
+        stored = txn.get(digest, db=self._dbs[b"bodies"])
+        if stored is None:
+            return False
+        try:
+            return body_hash(self.codec.decode(stored)) == digest
+        except Exception:  # any codec's error on damaged bytes
+            return False
+
     def _version_in(self, txn: lmdb.Transaction, fingerprint: bytes, index: int) -> Version | None:
         raw = txn.get(fingerprint + _INDEX.pack(index), db=self._dbs[b"versions"])
         return Version.from_bytes(raw) if raw is not None else None
@@ -460,11 +494,18 @@ class CorpusDB:
     def _latest_in(self, txn: lmdb.Transaction, fingerprint: bytes) -> bytes | None:
         """The raw latest version of a page: the last key under its fingerprint
         (the page record's version count always points there)."""
+        entry = self._latest_entry(txn, fingerprint)
+        return entry[1] if entry is not None else None
+
+    def _latest_entry(self, txn: lmdb.Transaction, fingerprint: bytes) -> tuple[int, bytes] | None:
+        """(index, raw record) of a page's latest version, found by key alone, so a
+        damaged page record or version record does not hide where it is."""
         with txn.cursor(db=self._dbs[b"versions"]) as cursor:
             found = cursor.prev() if cursor.set_range(fingerprint + _PAST_INDEX) else cursor.last()
             if not found or cursor.key()[:20] != fingerprint:
                 return None
-            return bytes(cursor.value())
+            key = bytes(cursor.key())
+            return _INDEX.unpack(key[20 : 20 + _INDEX.size])[0], bytes(cursor.value())
 
     # -- reading
 
@@ -487,17 +528,27 @@ class CorpusDB:
             raw = self._latest_in(txn, fingerprint)
             if raw is None:
                 return None
-            fields = json.loads(raw)
-            stored = txn.get(bytes.fromhex(fields["body_hash"]), db=bodies)
+            where = f"page {fingerprint.hex()} of the corpus at {self.path}"
+            try:
+                fields = json.loads(raw)
+                stored = txn.get(bytes.fromhex(fields["body_hash"]), db=bodies)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CorruptRecord(f"{where}: unreadable version record ({exc!r})") from exc
             if stored is None:
-                raise CorpusError(f"corpus at {self.path} lost a body for {fingerprint.hex()}")
-            return fields, self.codec.decode(stored)  # decoded straight from the map
+                raise CorruptRecord(f"{where}: its body is missing")
+            try:
+                return fields, self.codec.decode(stored)  # decoded straight from the map
+            except Exception as exc:  # any codec's error on damaged bytes
+                raise CorruptRecord(f"{where}: its body does not decode ({exc!r})") from exc
 
         found = self._read(work, buffers=True)
         if found is None:
             return None
         fields, body = found
-        return Version.from_fields(fields), body
+        try:
+            return Version.from_fields(fields), body
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise CorruptRecord(f"page {fingerprint.hex()}: unreadable version ({exc!r})") from exc
 
     def versions(self, fingerprint: bytes) -> list[Version]:
         def work(txn: lmdb.Transaction) -> list[bytes]:
@@ -696,10 +747,12 @@ def _next_version(latest: Version | None, fetch: Fetch, digest_hex: str) -> Vers
             fetch_count=latest.fetch_count + 1,
             headers=fetch.headers,
             engine=fetch.engine,
+            response_class=fetch.response_class,
             flags=fetch.flags,
             ip_address=fetch.ip_address,
             protocol=fetch.protocol,
             meta=fetch.meta,
+            attributes=fetch.attributes,
         )
     return Version(
         index=latest.index + 1 if latest is not None else 0,
@@ -718,4 +771,5 @@ def _next_version(latest: Version | None, fetch: Fetch, digest_hex: str) -> Vers
         protocol=fetch.protocol,
         content_encoding=fetch.content_encoding,
         meta=fetch.meta,
+        attributes=fetch.attributes,
     )

@@ -5,6 +5,11 @@ contract accepted, with its page item; ``False`` exports every stored page.
 The latest version of each page by default, every version with
 ``all_versions=True``.  WARC files are written with warcio and read back by
 any WARC tool (warcio, pywb, ...).
+
+An export is made to be handed on, so it holds no secret of the crawl: the
+values of the headers in :data:`SECRET_HEADERS` (the site's session cookies,
+credentials) are replaced by :data:`REDACTED` unless ``secret_headers=True``,
+and no URL keeps a ``user:password@``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ from warcio.warcwriter import WARCWriter
 
 from scrapy_focus import __version__
 from scrapy_focus.corpus.reader import Corpus, Page, Version
+from scrapy_focus.urls import strip_userinfo
+
+#: Headers whose values an export redacts unless asked for them (lower case).
+SECRET_HEADERS = frozenset({"set-cookie", "cookie", "authorization", "proxy-authorization"})
+REDACTED = "[redacted]"
 
 Selection = Iterator[tuple[Page, Version, dict[str, Any] | None]]
 
@@ -46,8 +56,21 @@ def iter_versions(
             yield page, page.latest(), None
 
 
+def export_headers(version: Version, secret_headers: bool = False) -> list[tuple[str, str]]:
+    """The version's headers as an export writes them: secrets redacted unless asked for."""
+    if secret_headers:
+        return list(version.headers)
+    return [
+        (name, REDACTED if name.lower() in SECRET_HEADERS else value)
+        for name, value in version.headers
+    ]
+
+
 def version_record(
-    page: Page, version: Version, item: dict[str, Any] | None = None
+    page: Page,
+    version: Version,
+    item: dict[str, Any] | None = None,
+    secret_headers: bool = False,
 ) -> dict[str, Any]:
     """A JSON-ready dict of one version.  With an accepted *item*: the item's fields
     plus provenance; otherwise text bodies as ``text``, others as ``body_base64``."""
@@ -59,17 +82,19 @@ def version_record(
         "fetch_count": version.fetch_count,
     }
     if item is not None:
-        return {**item, **provenance}
+        urls = {key: strip_userinfo(item[key]) for key in _ITEM_URLS if item.get(key)}
+        return {**item, **urls, **provenance}
     response = page.response(version)
     record: dict[str, Any] = {
         "url": page.url,
-        "request_url": version.url,
-        "final_url": version.final_url,
+        # A corpus written before URLs were stored without credentials may hold them.
+        "request_url": strip_userinfo(version.url),
+        "final_url": strip_userinfo(version.final_url),
         "status": version.status,
         "engine": version.engine,
         **provenance,
         "content_type": response.headers.get(b"Content-Type", b"").decode("latin-1"),
-        "headers": version.headers,
+        "headers": export_headers(version, secret_headers),
         "meta": version.meta,
     }
     if isinstance(response, TextResponse):
@@ -80,13 +105,21 @@ def version_record(
     return record
 
 
+_ITEM_URLS = ("url", "final_url", "parent_url")
+
+
 def export_jsonl(
-    corpus: Corpus, out: IO[str], all_versions: bool = False, accepted_only: bool = False
+    corpus: Corpus,
+    out: IO[str],
+    all_versions: bool = False,
+    accepted_only: bool = False,
+    secret_headers: bool = False,
 ) -> int:
     """Write one JSON object per line; return how many were written."""
     count = 0
     for page, version, item in iter_versions(corpus, all_versions, accepted_only):
-        out.write(json.dumps(version_record(page, version, item), ensure_ascii=False) + "\n")
+        record = version_record(page, version, item, secret_headers)
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     return count
 
@@ -114,7 +147,11 @@ def export_markdown(corpus: Corpus, directory: Path, all_versions: bool = False)
 
 
 def export_warc(
-    corpus: Corpus, out: IO[bytes], all_versions: bool = False, accepted_only: bool = False
+    corpus: Corpus,
+    out: IO[bytes],
+    all_versions: bool = False,
+    accepted_only: bool = False,
+    secret_headers: bool = False,
 ) -> int:
     """Write one WARC ``response`` record per version (gzipped); return the count."""
     writer = WARCWriter(out, gzip=True)
@@ -129,7 +166,7 @@ def export_warc(
         # The stored body is content-decoded: the HTTP headers must describe it.
         headers = [
             (name, value)
-            for name, value in version.headers
+            for name, value in export_headers(version, secret_headers)
             if name.lower() not in {"content-length", "transfer-encoding", "content-encoding"}
         ]
         headers.append(("Content-Length", str(len(body))))
@@ -144,7 +181,7 @@ def export_warc(
         if version.ip_address:
             warc_headers["WARC-IP-Address"] = version.ip_address
         record = writer.create_warc_record(
-            version.final_url,
+            strip_userinfo(version.final_url),
             "response",
             payload=BytesIO(body),
             length=len(body),

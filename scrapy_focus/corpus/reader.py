@@ -28,7 +28,7 @@ from scrapy_focus.corpus.db import (
     QuarantineEntry,
     Version,
 )
-from scrapy_focus.corpus.storage import response_from_version
+from scrapy_focus.corpus.storage import ResponseClasses, response_from_version
 from scrapy_focus.urls import DEFAULT_TRACKING_PARAMS, TrackingParams, canonicalize_url
 
 __all__ = ["Corpus", "CorpusError", "Page", "PageState", "QuarantineEntry", "Version"]
@@ -44,6 +44,7 @@ class Page:
     first_fetched_at: float
     last_fetched_at: float
     _db: CorpusDB
+    _classes: ResponseClasses
 
     def versions(self) -> list[Version]:
         return self._db.versions(bytes.fromhex(self.fingerprint))
@@ -61,7 +62,7 @@ class Page:
     def response(self, version: Version | None = None) -> Response:
         """The Scrapy response of *version* (default: the latest), as the cache serves it."""
         version = version or self.latest()
-        return response_from_version(version, self.body(version))
+        return response_from_version(version, self.body(version), self._classes)
 
     def state(self) -> PageState | None:
         """The content contract's verdict on this page (None if it never ran)."""
@@ -85,15 +86,22 @@ class Corpus:
     """A finished (or running) crawl's corpus, opened read-only.
 
     *path* is the crawl directory: the folder holding ``data.mdb``, by default
-    ``.scrapy/httpcache/<spider name>`` inside the project.
+    ``.scrapy/httpcache/<spider name>`` inside the project.  *response_classes*:
+    which classes a version may be rebuilt as (default: Scrapy's own; see
+    :class:`~scrapy_focus.corpus.storage.ResponseClasses`); its ``untrusted``
+    counts the versions read as data instead.
     """
 
     def __init__(
-        self, path: str | Path, tracking: TrackingParams = DEFAULT_TRACKING_PARAMS
+        self,
+        path: str | Path,
+        tracking: TrackingParams = DEFAULT_TRACKING_PARAMS,
+        response_classes: ResponseClasses | None = None,
     ) -> None:
         self.path = Path(path)
         self._db = CorpusDB(self.path, readonly=True)
         self._tracking = tracking
+        self.response_classes = response_classes or ResponseClasses()
 
     def close(self) -> None:
         self._db.close()
@@ -137,4 +145,5 @@ class Corpus:
             first_fetched_at=record.first_fetched_at,
             last_fetched_at=record.last_fetched_at,
             _db=self._db,
+            _classes=self.response_classes,
         )

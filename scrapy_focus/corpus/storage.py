@@ -10,16 +10,19 @@ It follows the duck-typed storage interface of ``scrapy.extensions.httpcache``
 so Scrapy's ``HttpCacheMiddleware`` and both cache policies (``DummyPolicy``,
 ``RFC2616Policy``) work with it unchanged.
 
-Bodies are stored content-decoded (gzip, deflate, zstd and br when brotli is
-installed), so that the corpus holds text a reader can use and identical
-content served with different encodings is stored once.  The response
-returned from the cache therefore has no ``Content-Encoding`` header; the
-version records which encoding was decoded.
+Bodies are stored content-decoded, so that the corpus holds text a reader can
+use and identical content served with different encodings is stored once.  With
+the add-on, :class:`~scrapy_focus.corpus.compression.HttpDecompressionMiddleware`
+decodes a body before the cache sees it, once, and the version records which
+encoding that was.  Used alone beside Scrapy's ``HttpCompressionMiddleware``
+(which runs after the cache), the storage decodes what reaches it itself,
+bounded by ``DOWNLOAD_MAXSIZE`` in the same way; put
+``HttpDecompressionMiddleware`` in that middleware's place to decode once.  The
+response returned from the cache has no ``Content-Encoding`` header.
 """
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 import zlib
@@ -29,14 +32,22 @@ from time import time
 from typing import TYPE_CHECKING, Any
 
 import zstandard
-from scrapy.http import Headers, Response
+from scrapy.http import Headers, HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.gz import gunzip
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
-from scrapy_focus.corpus.db import BodyCodec, CorpusDB, Fetch, Version, acquire, release
-from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams
+from scrapy_focus.corpus.db import (
+    BodyCodec,
+    CorpusDB,
+    CorruptRecord,
+    Fetch,
+    Version,
+    acquire,
+    release,
+)
+from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams, strip_userinfo
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -60,6 +71,7 @@ class CorpusConfig:
     meta_keys: tuple[str, ...]
     max_decoded_size: int
     tracking_params: tuple[str, ...]
+    response_classes: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CorpusConfig:
@@ -75,6 +87,7 @@ class CorpusConfig:
             meta_keys=tuple(settings.getlist("FOCUS_CORPUS_META_KEYS", ["depth", "focus"])),
             max_decoded_size=settings.getint("DOWNLOAD_MAXSIZE"),
             tracking_params=tuple(settings.getlist("FOCUS_TRACKING_PARAMS")),
+            response_classes=tuple(settings.getlist("FOCUS_CORPUS_RESPONSE_CLASSES")),
         )
 
     def db_options(self) -> dict[str, Any]:
@@ -103,6 +116,7 @@ class LmdbCacheStorage:
         self.db: CorpusDB | None = None
         self._fingerprinter: Any = None
         self._canonical = CanonicalRequestFingerprinter(TrackingParams(self.config.tracking_params))
+        self._classes = ResponseClasses.from_paths(self.config.response_classes)
         self._stats: Any = None
 
     # -- the storage interface of scrapy.extensions.httpcache
@@ -130,7 +144,13 @@ class LmdbCacheStorage:
             # RetryMiddleware's retry of an answer this corpus has just stored
             # (a 429, a 503): miss, then store what the network says now.
             return None
-        found = db.latest_with_body(self._fingerprinter.fingerprint(request))
+        try:
+            found = db.latest_with_body(self._fingerprinter.fingerprint(request))
+        except CorruptRecord as exc:
+            # A miss: the download that follows stores a good record in its place.
+            self._inc("focus/corpus/corrupt_record")
+            logger.warning("Corpus record of %s is damaged, fetching it again: %s", request, exc)
+            return None
         if found is None:
             return None
         version, body = found
@@ -141,27 +161,33 @@ class LmdbCacheStorage:
         request.meta["focus_corpus_version"] = version.index
         request.meta["focus_fetched_at"] = version.fetched_at
         request.meta["focus_engine"] = version.engine  # provenance of the stored rendition
-        return response_from_version(version, body)
+        if not self._classes.trusted(version.response_class):
+            self._inc("focus/corpus/untrusted_response_class")
+        return response_from_version(version, body, self._classes)
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
         db = self._require_open()
-        body, headers, decoded = self._decoded(response)
+        body, headers, decoded = self._decoded(response, request.meta.get("focus_content_encoding"))
+        cls = self._classes.stored_class(response, headers, body)
         version = db.record_fetch(
             Fetch(
                 fingerprint=self._fingerprinter.fingerprint(request),
                 canonical_url=self._canonical.canonical_url(request),
-                url=request.url,
-                final_url=response.url,
+                # The request authenticates with its user:password@; the corpus
+                # keeps no secret of it.
+                url=strip_userinfo(request.url),
+                final_url=strip_userinfo(response.url),
                 status=response.status,
                 headers=headers,
                 body=body,
                 engine=str(request.meta.get("focus_engine") or "http"),
-                response_class=_class_path(response, headers, body),
+                response_class=f"{cls.__module__}.{cls.__name__}",
                 flags=[flag for flag in response.flags if flag != "cached"],
                 ip_address=str(response.ip_address) if response.ip_address else None,
                 protocol=response.protocol,
                 content_encoding=decoded,
                 meta=self._meta(request),
+                attributes=_attributes(response, cls),
             ),
             supersede=request.meta.get("focus_supersede"),
         )
@@ -189,10 +215,12 @@ class LmdbCacheStorage:
         kept: dict[str, Any] = {}
         for key in self.config.meta_keys:
             if key in request.meta and _is_json(request.meta[key]):
-                kept[key] = request.meta[key]
+                kept[key] = _without_userinfo(request.meta[key])
         return kept
 
-    def _decoded(self, response: Response) -> tuple[bytes, list[tuple[str, str]], str | None]:
+    def _decoded(
+        self, response: Response, request_encoding: str | None = None
+    ) -> tuple[bytes, list[tuple[str, str]], str | None]:
         """The body without its Content-Encoding, and headers to match.
 
         A body that cannot be decoded (corrupt, unknown encoding, or larger
@@ -207,7 +235,11 @@ class LmdbCacheStorage:
             if token.strip()
         ]
         if not encodings or encodings == ["identity"]:
-            return response.body, headers, None
+            if request_encoding:  # decoded upstream: the wire's length is not the body's
+                headers = [
+                    (name, value) for name, value in headers if name.lower() != "content-length"
+                ]
+            return response.body, headers, request_encoding
         try:
             body = decode_content(response.body, encodings, self.config.max_decoded_size)
         except ContentDecodingError as exc:
@@ -241,12 +273,7 @@ def decode_content(body: bytes, encodings: list[str], max_size: int = 0) -> byte
                 reader = zstandard.ZstdDecompressor().stream_reader(body)
                 body = _read_bounded(reader.read, max_size)
             elif encoding == "br":
-                try:
-                    import brotli
-                except ImportError as exc:
-                    raise ContentDecodingError("br body and no brotli module installed") from exc
-                body = brotli.decompress(body)
-                _check_size(len(body), max_size)
+                body = _unbrotli(body, max_size)
             elif encoding != "identity":
                 raise ContentDecodingError(f"unknown Content-Encoding {encoding!r}")
         except ContentDecodingError:
@@ -274,6 +301,29 @@ def _inflate(body: bytes, max_size: int) -> bytes:
     raise ContentDecodingError("not a deflate stream")
 
 
+def _unbrotli(body: bytes, max_size: int) -> bytes:
+    try:
+        import brotli
+    except ImportError as exc:
+        raise ContentDecodingError("br body and no brotli module installed") from exc
+    decompressor = brotli.Decompressor()
+    try:
+        chunk = decompressor.process(body, output_buffer_limit=1 << 16)
+    except TypeError as exc:
+        # A brotli before 1.2 can only inflate a body whole: never, for a bomb's sake.
+        raise ContentDecodingError("this brotli cannot decode in bounded chunks") from exc
+    chunks, total = [chunk], len(chunk)
+    while not decompressor.is_finished():
+        chunk = decompressor.process(b"", output_buffer_limit=1 << 16)
+        if not chunk:
+            break
+        total += len(chunk)
+        _check_size(total, max_size)
+        chunks.append(chunk)
+    _check_size(total, max_size)
+    return b"".join(chunks)
+
+
 def _read_bounded(read: Any, max_size: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
@@ -282,6 +332,18 @@ def _read_bounded(read: Any, max_size: int) -> bytes:
         _check_size(total, max_size)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _without_userinfo(value: Any) -> Any:
+    """A meta value with the credentials of every URL in it stripped (a link's
+    parent_url was the authenticated page's URL)."""
+    if isinstance(value, str):
+        return strip_userinfo(value) if "@" in value and "://" in value else value
+    if isinstance(value, list):
+        return [_without_userinfo(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_userinfo(item) for key, item in value.items()}
+    return value
 
 
 def _is_json(value: Any) -> bool:
@@ -296,32 +358,125 @@ def _headers_to_list(response: Response) -> list[tuple[str, str]]:
     ]
 
 
-def _class_path(response: Response, headers: list[tuple[str, str]], body: bytes) -> str:
-    cls = type(response)
-    if cls is Response:
-        # A plain Response may become an HtmlResponse once decoded: let Scrapy decide.
-        cls = responsetypes.from_args(
-            headers={name: value for name, value in headers}, url=response.url, body=body
-        )
-    return f"{cls.__module__}.{cls.__name__}"
+#: Response's own constructor arguments, stored in fields of their own.
+_BASE_ATTRIBUTES = frozenset(Response.attributes)
 
 
-@functools.lru_cache(maxsize=64)
-def _response_class(path: str) -> type[Response]:
-    return load_object(path)
+def _attributes(response: Response, cls: type[Response]) -> dict[str, Any]:
+    """The to_dict()-style arguments of *cls* beyond Response's, as *response* has them."""
+    kept: dict[str, Any] = {}
+    for name in cls.attributes:
+        if name in _BASE_ATTRIBUTES or not hasattr(response, name):
+            continue
+        # The encoding given to the constructor, not the one inferred from the body:
+        # what is inferred once is inferred again on the way back.
+        if name == "encoding":
+            value = getattr(response, "_encoding", None)
+        else:
+            value = getattr(response, name)
+        if value is not None and _is_json(value):
+            kept[name] = value
+    return kept
 
 
-def response_from_version(version: Version, body: bytes) -> Response:
-    """Rebuild the response a version describes, with its body."""
-    response = _response_class(version.response_class)(
+class ResponseClasses:
+    """Which response classes a stored version may name, and so be rebuilt as.
+
+    A corpus is data and may come from elsewhere: the class name in a version
+    never chooses what is imported.  Scrapy's response classes are trusted, and
+    those the user lists in ``FOCUS_CORPUS_RESPONSE_CLASSES`` (imported from the
+    settings, never from the corpus).  A version naming any other class is read
+    as data: its class is guessed from its headers and body, as Scrapy guesses a
+    downloaded response's, and :attr:`untrusted` counts it by name.
+    """
+
+    SCRAPY: tuple[type[Response], ...] = (
+        Response,
+        TextResponse,
+        HtmlResponse,
+        XmlResponse,
+        JsonResponse,
+    )
+
+    def __init__(self, extra: tuple[type[Response], ...] = ()) -> None:
+        self._by_name: dict[str, type[Response]] = {}
+        for cls in (*self.SCRAPY, *extra):
+            self._by_name[f"{cls.__module__}.{cls.__name__}"] = cls
+        for cls in self.SCRAPY:  # the public spelling, scrapy.http.HtmlResponse
+            self._by_name[f"scrapy.http.{cls.__name__}"] = cls
+        self._classes = frozenset(self._by_name.values())
+        self.untrusted: dict[str, int] = {}
+
+    @classmethod
+    def from_paths(cls, paths: tuple[str, ...] | list[str]) -> ResponseClasses:
+        extra = []
+        for path in paths:
+            loaded = load_object(path)
+            if not (isinstance(loaded, type) and issubclass(loaded, Response)):
+                raise TypeError(
+                    f"FOCUS_CORPUS_RESPONSE_CLASSES: {path!r} is not a scrapy Response class"
+                )
+            extra.append(loaded)
+        return cls(tuple(extra))
+
+    def trusted(self, name: str) -> bool:
+        return name in self._by_name
+
+    def stored_class(
+        self, response: Response, headers: list[tuple[str, str]], body: bytes
+    ) -> type[Response]:
+        """The class to record for *response*: its own when trusted, else its nearest
+        trusted base; a plain Response (an encoded body decoded here, a handler
+        that did not guess) is guessed from the stored headers and body."""
+        cls = type(response)
+        if cls is Response:
+            cls = responsetypes.from_args(
+                headers=_stored_headers(headers), url=response.url, body=body
+            )
+        return next(base for base in cls.__mro__ if base in self._classes)
+
+    def resolve(self, version: Version, headers: Headers, body: bytes) -> type[Response]:
+        cls = self._by_name.get(version.response_class)
+        if cls is not None:
+            return cls
+        if version.response_class not in self.untrusted:
+            logger.warning(
+                "Corpus version of %s names response class %r, which is not one of "
+                "Scrapy's nor in FOCUS_CORPUS_RESPONSE_CLASSES: read as data, its class "
+                "guessed from its headers",
+                version.final_url,
+                version.response_class,
+            )
+        self.untrusted[version.response_class] = self.untrusted.get(version.response_class, 0) + 1
+        return responsetypes.from_args(headers=headers, url=version.final_url, body=body)
+
+
+def response_from_version(
+    version: Version, body: bytes, classes: ResponseClasses | None = None
+) -> Response:
+    """Rebuild the response a version describes, with its body.
+
+    The class is the version's when *classes* (default: Scrapy's classes only)
+    trusts it, else guessed (see :class:`ResponseClasses`); its stored attributes
+    are passed only where that class takes them.
+    """
+    headers = _stored_headers(version.headers)
+    cls = (classes or ResponseClasses()).resolve(version, headers, body)
+    extra = {
+        name: value
+        for name, value in version.attributes.items()
+        if name in cls.attributes and name not in _BASE_ATTRIBUTES
+    }
+    response = cls(
         url=version.final_url,
         status=version.status,
         body=body,
         flags=list(version.flags),
         ip_address=ipaddress.ip_address(version.ip_address) if version.ip_address else None,
         protocol=version.protocol,
+        **extra,
     )
-    response.headers = _stored_headers(version.headers)
+    response.headers = headers
     return response
 
 

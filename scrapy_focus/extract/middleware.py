@@ -1,7 +1,8 @@
 """``ExtractionMiddleware``: extract every HTML response once, off the reactor.
 
-A downloader middleware placed just below ``HttpCompressionMiddleware``
-(so it sees decoded bodies, live or from the corpus) and above the engine
+A downloader middleware placed below the decoding of content-encodings
+(``HttpDecompressionMiddleware``, or Scrapy's ``HttpCompressionMiddleware``,
+so it sees decoded bodies, live or from the corpus) and above the engine
 ladder (which reads the result to judge thin pages).  The result travels in
 ``response.meta``:
 
