@@ -302,7 +302,7 @@ class FocusScheduler(BaseScheduler):
             self._rediscovered(request, fingerprint)
             return False
         meta = request.meta
-        host = host_of(request.url)
+        host = _queue_host(request.url)
         redirected = "redirect_urls" in meta
         example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
         seed = "depth" not in meta and "focus" not in meta and not redirected and not example
@@ -408,7 +408,7 @@ class FocusScheduler(BaseScheduler):
         if score is None or request.priority != old_priority or score <= old_score:
             return
         request.meta["focus"] = {**focus, "score": score}
-        host = host_of(request.url)
+        host = _queue_host(request.url)
         replaced = store.replace(
             old_key, host, request.priority, score, self._serialize(request, fingerprint)
         )
@@ -799,6 +799,12 @@ class FocusScheduler(BaseScheduler):
         if self.store is None:
             raise RuntimeError("FocusScheduler used before open() or after close()")
         return self.store
+
+
+def _queue_host(url: str) -> str:
+    """The host a request is queued and kept polite under: a URL without one
+    (``data:``, ``file:``) shares one per scheme, as Scrapy's downloader slots do."""
+    return host_of(url) or urlsplit(url).scheme + ":"
 
 
 def _seed_domain(host: str, mode: str) -> str:

@@ -2,6 +2,8 @@
 
     .venv-compat/bin/python tests/compat/run.py [PYTEST_ARGS...]
 
+Test paths among the arguments (``tests/test_crawl.py::...``) replace the suite.
+
 Downloads the sdist of the installed Scrapy from the package registry (cached under
 ``~/.cache/scrapy-focus-compat``), unpacks it to a temporary directory, adds the test
 modules of ``scrapy_tests/`` to its ``tests/`` and runs :data:`SUITE` with the
@@ -77,7 +79,8 @@ def main(pytest_args: list[str]) -> int:
         env = {**os.environ, "PYTHONPATH": str(HERE)}
         command = [
             sys.executable, "-m", "pytest", "-p", "focus_compat", "-p", "no:cacheprovider",
-            "-q", *SUITE, *pytest_args,
+            "-q", *(() if any(a.startswith("tests/") for a in pytest_args) else SUITE),
+            *pytest_args,
         ]  # fmt: skip
         print(f"Scrapy {release}'s tests with scrapy-focus's components, in {root}", flush=True)
         return subprocess.run(command, cwd=root, env=env, check=False).returncode
