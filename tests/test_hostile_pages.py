@@ -3,8 +3,11 @@ the frontier, broken structured data is an error counted, not a quarantine."""
 
 from __future__ import annotations
 
+import pytest
+
+from scrapy_focus.frontier.traps import TrapDetector, url_pattern
 from tests.crawl import run_focus_crawl
-from tests.hostile import FLOOD_LINKS
+from tests.hostile import ARCHIVE_DAYS, FLOOD_LINKS
 
 PAGE_TEXT_BUDGET = 1_000_000  # scrapy_focus.frontier.context.PAGE_TEXT_BUDGET
 
@@ -63,3 +66,66 @@ def test_deeply_nested_json_ld_is_a_json_ld_error_and_the_page_is_extracted(host
     assert len(item["markdown"]) > 200
     assert result.stats["focus/extract/json_ld_errors"] == 1
     assert "focus/contract/quarantined" not in result.stats
+
+
+@pytest.fixture(scope="module")
+def traps_crawl(hostile, tmp_path_factory):
+    site = hostile.traps
+    site.reset()
+    workdir = tmp_path_factory.mktemp("traps")
+    seeds = [site.url("/calendar?month=1990-01"), site.url("/products?page=0&sort=name")]
+    # FOCUS_MAX_PAGES only keeps an unguarded crawl finite: the calendar's year guard
+    # cuts it after 468 months, the query-variants guard the products after 200.
+    result = run_focus_crawl(workdir, seeds, None, {"FOCUS_MAX_PAGES": 400}, timeout=300)
+    assert result.returncode == 0, result.log[-3000:]
+    return site, result
+
+
+def test_an_endless_calendar_serving_the_same_page_is_cut_within_50_pages(traps_crawl):
+    site, result = traps_crawl
+    months = [hit for hit in site.hits if hit.path == "/calendar"]
+    assert len(months) <= 50
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stats["focus/frontier/rejected/trap-stale-content"] >= 1
+    assert result.stats["focus/traps/patterns"] == 2
+    assert "/calendar?month" in result.log  # the log names the pattern it cut
+
+
+def test_a_query_parameter_explosion_of_one_list_is_cut_within_50_pages(traps_crawl):
+    site, result = traps_crawl
+    lists = [hit for hit in site.hits if hit.path == "/products"]
+    assert len(lists) <= 50
+    assert "/products?page&sort" in result.log
+
+
+def test_a_real_archive_of_new_pages_along_one_pattern_is_not_cut(hostile, tmp_path):
+    site = hostile.archive
+    site.reset()
+    result = run_focus_crawl(tmp_path, [site.first()], None, {"FOCUS_MAX_PAGES": 400}, timeout=300)
+    assert result.returncode == 0, result.log[-3000:]
+    days = {hit.path for hit in site.hits if hit.status == 200}
+    assert len(days) == ARCHIVE_DAYS
+    assert "focus/frontier/rejected/trap-stale-content" not in result.stats
+    assert "focus/traps/patterns" not in result.stats
+
+
+def test_url_patterns_keep_the_shape_and_drop_numbers_and_query_values():
+    assert url_pattern("http://a.example/archive/2019/05/17.html") == (
+        "a.example/archive/0/0/0.html?"
+    )
+    assert url_pattern("http://a.example/list?sort=price&page=7") == "a.example/list?page&sort"
+    assert url_pattern("http://a.example/list?page=8&sort=name") == "a.example/list?page&sort"
+
+
+def test_a_pattern_is_a_trap_after_the_set_number_of_stale_pages_in_a_row():
+    detector = TrapDetector(pages=3)
+    url = "http://a.example/cal?month={}"
+    same = "Events this month: there are no events scheduled. Members may propose one."
+    assert detector.observe(url.format(1), same) is None  # all new
+    assert detector.observe(url.format(2), same) is None  # stale 1
+    assert detector.observe(url.format(3), "a wholly different text about comets and stars") is None
+    assert detector.observe(url.format(4), same) is None  # the run started again
+    assert detector.observe(url.format(5), same) is None
+    assert detector.observe(url.format(6), same) == "a.example/cal?month"
+    assert detector.trapped(url.format(99))
+    assert not detector.trapped("http://a.example/other?month=1")

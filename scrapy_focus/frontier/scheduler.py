@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import inspect
+import json
 import logging
 import math
 import pickle
@@ -45,6 +46,7 @@ from scrapy_focus import signals as focus_signals
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, politeness_for
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
+from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.signals import PAGE_OUTPUT_KEY, PageOutput
 from scrapy_focus.urls import Scope, host_of
 
@@ -77,6 +79,7 @@ class FrontierConfig:
     relevance_threshold: float
     rescore_drift: float
     rescore_window: int
+    trap_pages: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
@@ -106,6 +109,7 @@ class FrontierConfig:
             relevance_threshold=settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5),
             rescore_drift=settings.getfloat("FOCUS_RESCORE_DRIFT", 2.0),
             rescore_window=settings.getint("FOCUS_RESCORE_WINDOW", 2000),
+            trap_pages=settings.getint("FOCUS_TRAP_PAGES", 20),
         )
 
 
@@ -117,6 +121,7 @@ class FocusScheduler(BaseScheduler):
         self.model: FocusModel = model_for(crawler)
         self.politeness: Politeness = politeness_for(crawler)
         self.scope = config.scope
+        self.traps = TrapDetector(config.trap_pages) if config.trap_pages else None
         self.store: LmdbFrontierStore | None = None
         self.spider: Spider | None = None
         self._memory: dict[int, Request] = {}
@@ -295,6 +300,8 @@ class FocusScheduler(BaseScheduler):
             )
         ):
             return "trap-query-variants"
+        if self.traps is not None and self.traps.trapped(request.url):
+            return "trap-stale-content"
         return None
 
     def _rediscovered(self, request: Request, fingerprint: bytes) -> None:
@@ -421,6 +428,13 @@ class FocusScheduler(BaseScheduler):
             logger.exception("Frontier dropped an entry of %s it could not read back", host)
             store.ack(entry.lease)
             self.stats.inc_value("focus/frontier/unreadable")
+            self._place(host)
+            return None
+        if self.traps is not None and self.traps.trapped(request.url):
+            # queued before its pattern turned out to be a trap
+            store.ack(entry.lease)
+            self.stats.inc_value("focus/frontier/rejected/trap-stale-content")
+            self.stats.inc_value("focus/traps/dropped_queued")
             self._place(host)
             return None
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
@@ -584,6 +598,7 @@ class FocusScheduler(BaseScheduler):
             self.store.ack(lease)  # both callers run with the store open
 
     def _page_scored(self, response: Response, relevance: float | None) -> None:
+        self._observe_content(response)
         if relevance is not None and relevance >= self.config.relevance_threshold:
             self._relevant += 1
         self.stats.set_value("focus/relevant_pages", self._relevant)
@@ -591,6 +606,23 @@ class FocusScheduler(BaseScheduler):
             self.stats.set_value("focus/harvest_rate", round(self._relevant / self._fetched, 4))
         self._maybe_rescore()
         self._check_stop()
+
+    def _observe_content(self, response: Response) -> None:
+        """Teach the trap detector what this page served (its extracted text)."""
+        extraction = response.meta.get("focus_extraction")
+        if self.traps is None or extraction is None or extraction.skipped:
+            return
+        text = " ".join((extraction.title or "", *extraction.headings, extraction.text))
+        pattern = self.traps.observe(response.url, text)
+        if pattern is not None:
+            self.stats.inc_value("focus/traps/patterns")
+            logger.info(
+                "Crawler trap: %d pages of %s in a row brought almost no new text; "
+                "no more of its URLs are fetched (FOCUS_TRAP_PAGES = %d)",
+                self.config.trap_pages,
+                pattern,
+                self.config.trap_pages,
+            )
 
     # -- stopping
 
@@ -679,12 +711,17 @@ class FocusScheduler(BaseScheduler):
         counters = self._store().get_state("counters")
         if counters:
             self._fetched, self._relevant = (int(x) for x in counters.split(b","))
+        traps = self._store().get_state("traps")
+        if traps and self.traps is not None:
+            self.traps.traps.update(json.loads(traps))
 
     def _persist(self) -> None:
         store = self._store()
         if self.model.scorer is not None and isinstance(self.model.scorer.model, LinkModel):
             store.put_state("link_model", self.model.scorer.model.to_bytes())
         store.put_state("counters", f"{self._fetched},{self._relevant}".encode())
+        if self.traps is not None:
+            store.put_state("traps", json.dumps(sorted(self.traps.traps)).encode())
 
     def _store(self) -> LmdbFrontierStore:
         if self.store is None:
