@@ -3,11 +3,16 @@ the frontier, broken structured data is an error counted, not a quarantine."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import pytest
 
+from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.frontier.traps import TrapDetector, url_pattern
 from tests.crawl import run_focus_crawl
-from tests.hostile import ARCHIVE_DAYS, FLOOD_LINKS
+from tests.hostile import ARCHIVE_DAYS, BULK_PAGES, FLOOD_LINKS
 
 PAGE_TEXT_BUDGET = 1_000_000  # scrapy_focus.frontier.context.PAGE_TEXT_BUDGET
 
@@ -129,3 +134,65 @@ def test_a_pattern_is_a_trap_after_the_set_number_of_stale_pages_in_a_row():
     assert detector.observe(url.format(6), same) == "a.example/cal?month"
     assert detector.trapped(url.format(99))
     assert not detector.trapped("http://a.example/other?month=1")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 12 MB file system of its own: a tmpfs, which only root may mount.  A real
+    full disk (ENOSPC from the kernel under LMDB's commit), rather than LMDB's own
+    map-size limit, because the corpus grows its map on demand and a full disk is
+    the fault users meet; without root the test is skipped."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mount.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_stops_the_crawl_with_its_reason_and_a_resume_loses_nothing(
+    hostile, tmp_path, small_disk
+):
+    site = hostile.bulk
+    seed = site.url("/bulk/0.html")
+    job = tmp_path / "job"
+    corpus = small_disk / "corpus"
+    (tmp_path / "first").mkdir()
+    first = run_focus_crawl(
+        tmp_path / "first", [seed], None, {"JOBDIR": str(job), "FOCUS_CORPUS_DIR": str(corpus)}
+    )
+    assert first.returncode == 1, first.log[-3000:]
+    assert first.stats["finish_reason"] == "focus_storage_error"
+    assert first.stats["focus/storage/errors"] >= 1
+    assert f"cannot write to the corpus at {corpus / 'data.mdb'}" in first.log
+    assert "FOCUS_CORPUS_DIR" in first.log and "JOBDIR" in first.log
+    stored = len(Corpus(corpus))
+    assert 0 < stored < BULK_PAGES
+
+    # The user moves the corpus to a larger disk and runs the crawl again.
+    larger = tmp_path / "larger"
+    shutil.copytree(corpus, larger)
+    (tmp_path / "second").mkdir()
+    second = run_focus_crawl(
+        tmp_path / "second", [seed], None, {"JOBDIR": str(job), "FOCUS_CORPUS_DIR": str(larger)}
+    )
+    assert second.returncode == 0, second.log[-3000:]
+    assert second.stats["finish_reason"] == "finished"
+    with Corpus(larger) as done:
+        pages = list(done)
+        urls = {page.url for page in pages}
+        # every page has its verdict: those whose state the first crawl could not
+        # write kept their frontier lease and were read again (from the corpus)
+        unjudged = [page.url for page in pages if page.state() is None]
+    assert urls == {site.url(f"/bulk/{n}.html") for n in range(BULK_PAGES)}
+    assert unjudged == []

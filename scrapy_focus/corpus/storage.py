@@ -29,6 +29,7 @@ from time import time
 from typing import TYPE_CHECKING, Any
 
 import zstandard
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.gz import gunzip
@@ -36,6 +37,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.project import data_path
 
 from scrapy_focus.corpus.db import BodyCodec, CorpusDB, Fetch, Version, acquire, release
+from scrapy_focus.faults import StorageError, storage_failed
 from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams
 
 if TYPE_CHECKING:
@@ -104,6 +106,7 @@ class LmdbCacheStorage:
         self._fingerprinter: Any = None
         self._canonical = CanonicalRequestFingerprinter(TrackingParams(self.config.tracking_params))
         self._stats: Any = None
+        self._on_fault: Any = None
 
     # -- the storage interface of scrapy.extensions.httpcache
 
@@ -116,10 +119,14 @@ class LmdbCacheStorage:
             # The same object canonicalises once per request for both keys.
             self._canonical = self._fingerprinter
         self._stats = crawler.stats
+        self._on_fault = functools.partial(storage_failed, crawler)
+        self.db.fault_handlers.append(self._on_fault)
         logger.info("Corpus (LMDB cache storage) at %s", path, extra={"spider": spider})
 
     def close_spider(self, spider: Spider) -> None:
         if self.db is not None:
+            if self._on_fault in self.db.fault_handlers:
+                self.db.fault_handlers.remove(self._on_fault)
             release(self.db)
             self.db = None
 
@@ -146,7 +153,31 @@ class LmdbCacheStorage:
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
         db = self._require_open()
         body, headers, decoded = self._decoded(response)
-        version = db.record_fetch(
+        try:
+            version = self._record(db, request, response, body, headers, decoded)
+        except StorageError as exc:
+            # Not stored, so not handed to the spider: its request stays leased in the
+            # frontier, and the crawl (stopping now) fetches it again when resumed.
+            raise IgnoreRequest(f"{request.url} not stored: {exc}") from exc
+        self._inc("focus/corpus/store")
+        if version.fetch_count > 1:
+            self._inc("focus/corpus/unchanged")
+        elif version.index > 0:
+            self._inc("focus/corpus/new_version")
+        request.meta["focus_corpus_version"] = version.index
+        # The page item reports the time the corpus recorded, not when it was built.
+        request.meta["focus_fetched_at"] = version.fetched_at
+
+    def _record(
+        self,
+        db: CorpusDB,
+        request: Request,
+        response: Response,
+        body: bytes,
+        headers: list[tuple[str, str]],
+        decoded: str | None,
+    ) -> Version:
+        return db.record_fetch(
             Fetch(
                 fingerprint=self._fingerprinter.fingerprint(request),
                 canonical_url=self._canonical.canonical_url(request),
@@ -165,14 +196,6 @@ class LmdbCacheStorage:
             ),
             supersede=request.meta.get("focus_supersede"),
         )
-        self._inc("focus/corpus/store")
-        if version.fetch_count > 1:
-            self._inc("focus/corpus/unchanged")
-        elif version.index > 0:
-            self._inc("focus/corpus/new_version")
-        request.meta["focus_corpus_version"] = version.index
-        # The page item reports the time the corpus recorded, not when it was built.
-        request.meta["focus_fetched_at"] = version.fetched_at
 
     # -- helpers
 

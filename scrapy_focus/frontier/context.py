@@ -37,7 +37,7 @@ from scrapy_focus import signals as focus_signals
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, model_for
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
-from scrapy_focus.signals import PageOutput
+from scrapy_focus.signals import PAGE_ITEMS_KEY, PageOutput
 from scrapy_focus.urls import canonicalize_url
 
 if TYPE_CHECKING:
@@ -220,6 +220,8 @@ class LinkContextMiddleware:
         # new one is dropped; one already kept may come again (the frontier dedups it).
         kept: set[str] = set()
         dropped = 0
+        if output is not None:
+            response.meta[PAGE_ITEMS_KEY] = output
         try:
             async for entry in result:
                 if isinstance(entry, Request):
@@ -234,8 +236,11 @@ class LinkContextMiddleware:
                     self._attach(entry, response, anchors)
                     if output is not None:
                         output.yielded(entry)
-                elif isinstance(entry, PageItem) and entry.relevance is None:
-                    entry.relevance = response.meta.get("focus_relevance")
+                else:
+                    if isinstance(entry, PageItem) and entry.relevance is None:
+                        entry.relevance = response.meta.get("focus_relevance")
+                    if output is not None:
+                        output.pending += 1  # until the item pipelines are done with it
                 yield entry
         finally:
             if dropped:

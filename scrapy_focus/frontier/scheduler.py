@@ -25,6 +25,7 @@ dequeues in a row (``focus_saturated``).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import inspect
 import json
@@ -43,11 +44,12 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.request import request_from_dict
 
 from scrapy_focus import signals as focus_signals
+from scrapy_focus.faults import StorageError, storage_failed
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, politeness_for
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
 from scrapy_focus.frontier.traps import TrapDetector
-from scrapy_focus.signals import PAGE_OUTPUT_KEY, PageOutput
+from scrapy_focus.signals import PAGE_ITEMS_KEY, PAGE_OUTPUT_KEY, PageOutput
 from scrapy_focus.urls import Scope, host_of
 
 if TYPE_CHECKING:
@@ -160,6 +162,9 @@ class FocusScheduler(BaseScheduler):
         crawler.signals.connect(scheduler._response, signal=signals.response_received)
         crawler.signals.connect(scheduler._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(scheduler._dropped, signal=signals.request_dropped)
+        crawler.signals.connect(scheduler._item_done, signal=signals.item_scraped)
+        crawler.signals.connect(scheduler._item_done, signal=signals.item_dropped)
+        crawler.signals.connect(scheduler._item_failed, signal=signals.item_error)
         return scheduler
 
     # -- BaseScheduler
@@ -173,7 +178,7 @@ class FocusScheduler(BaseScheduler):
             self.scope = replace(self.scope, allowed_domains=spider_domains)
         self._seeds_widen_scope = not self.scope.allowed_domains and self.config.seed_scope != "any"
         directory = Path(self.config.jobdir, "focus-frontier") if self.config.jobdir else None
-        self.store = LmdbFrontierStore(directory)
+        self.store = LmdbFrontierStore(directory, on_error=self._storage_failed)
         self._restore()
         for host in self.store.hosts():
             self._place(host)
@@ -188,9 +193,15 @@ class FocusScheduler(BaseScheduler):
             self._wake_call.cancel()
         if self.store is not None:
             self.stats.set_value("focus/frontier/size", len(self.store))
-            self._persist()
-            self.store.close()
+            with contextlib.suppress(StorageError):  # reported: the store keeps its last commit
+                self._persist()
+            with contextlib.suppress(StorageError):
+                self.store.close()
             self.store = None
+
+    def _storage_failed(self, error: StorageError) -> None:
+        self._closing = True  # nothing more is handed out
+        storage_failed(self.crawler, error)
 
     def has_pending_requests(self) -> bool:
         return self.store is not None and len(self.store) > 0
@@ -200,9 +211,13 @@ class FocusScheduler(BaseScheduler):
 
     def enqueue_request(self, request: Request) -> bool:
         output = request.meta.pop(PAGE_OUTPUT_KEY, None)
-        enqueued = self._enqueue(request)
-        if output is not None:
-            self._received(output)
+        request.meta.pop(PAGE_ITEMS_KEY, None)  # the page's own, if it comes back
+        try:
+            enqueued = self._enqueue(request)
+            if output is not None:
+                self._received(output)
+        except StorageError:  # reported; the crawl is stopping
+            return False
         return enqueued
 
     def _enqueue(self, request: Request) -> bool:
@@ -248,6 +263,12 @@ class FocusScheduler(BaseScheduler):
         return True
 
     def next_request(self) -> Request | None:
+        try:
+            return self._next_request()
+        except StorageError:  # reported; the crawl is stopping
+            return None
+
+    def _next_request(self) -> Request | None:
         store = self._store()
         if self._closing or not len(store):
             return None
@@ -581,8 +602,21 @@ class FocusScheduler(BaseScheduler):
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
         if output is not None and output.pending > 0:
             self._awaiting[fingerprint] = output  # the last of them to arrive acknowledges
-        elif fingerprint not in self._awaiting:
-            self._ack(fingerprint)
+        elif fingerprint not in self._awaiting and not (output is not None and output.failed):
+            with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+                self._ack(fingerprint)
+
+    def _item_done(self, item: Any, response: Response, spider: Spider | None = None) -> None:
+        output = response.meta.get(PAGE_ITEMS_KEY) if response is not None else None
+        if output is not None:
+            with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+                self._received(output)
+
+    def _item_failed(self, item: Any, response: Response, **kwargs: Any) -> None:
+        output = response.meta.get(PAGE_ITEMS_KEY) if response is not None else None
+        if output is not None:
+            output.failed = True  # the page keeps its lease: a resumed crawl reads it again
+            self._received(output)
 
     def _received(self, output: PageOutput) -> None:
         output.pending -= 1
@@ -590,7 +624,8 @@ class FocusScheduler(BaseScheduler):
             fingerprint = self.crawler.request_fingerprinter.fingerprint(output.request)
             if self._awaiting.get(fingerprint) is output:  # not a later response's output
                 del self._awaiting[fingerprint]
-                self._ack(fingerprint)
+                if not output.failed:
+                    self._ack(fingerprint)
 
     def _ack(self, fingerprint: bytes) -> None:
         lease = self._leases.pop(fingerprint, None)
