@@ -137,17 +137,19 @@ def test_a_pattern_is_a_trap_after_the_set_number_of_stale_pages_in_a_row():
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 12 MB file system of its own: a tmpfs, which only root may mount.  A real
+def small_disk(tmp_path, request):
+    """A 12 MB file system of its own (or the size a test parametrizes it with):
+    a tmpfs, which only root may mount.  A real
     full disk (ENOSPC from the kernel under LMDB's commit), rather than LMDB's own
     map-size limit, because the corpus grows its map on demand and a full disk is
     the fault users meet; without root the test is skipped."""
     disk = tmp_path / "disk"
     disk.mkdir()
+    size = getattr(request, "param", "12m")
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mount = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(disk)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)],
         capture_output=True,
         text=True,
         check=False,
@@ -196,3 +198,36 @@ def test_a_full_disk_stops_the_crawl_with_its_reason_and_a_resume_loses_nothing(
         unjudged = [page.url for page in pages if page.state() is None]
     assert urls == {site.url(f"/bulk/{n}.html") for n in range(BULK_PAGES)}
     assert unjudged == []
+
+
+@pytest.mark.parametrize("small_disk", ["1m"], indirect=True)
+def test_a_full_jobdir_stops_the_crawl_and_the_resume_reads_the_page_again(
+    hostile, tmp_path, small_disk
+):
+    # 20,000 links of one page do not fit in 1 MB: the frontier's commit fails.
+    site = hostile.flood
+    seed = site.url("/flood.html")
+    job = small_disk / "job"
+    settings = {
+        "FOCUS_CORPUS_DIR": str(tmp_path / "corpus"),
+        "FOCUS_MAX_LINKS_PER_PAGE": 0,
+        "FOCUS_MAX_PAGES": 20,
+        # slow enough that the store commits (every second) while the crawl runs: a
+        # fault met only at close cannot change the finish reason (the exit status is 1)
+        "DOWNLOAD_DELAY": 0.5,
+    }
+    (tmp_path / "first").mkdir()
+    first = run_focus_crawl(tmp_path / "first", [seed], None, {**settings, "JOBDIR": str(job)})
+    assert first.returncode == 1, first.log[-3000:]
+    assert first.stats["finish_reason"] == "focus_storage_error"
+    assert f"cannot write to the frontier at {job / 'focus-frontier' / 'data.mdb'}" in first.log
+
+    larger = tmp_path / "job"
+    shutil.copytree(job, larger)
+    (tmp_path / "second").mkdir()
+    second = run_focus_crawl(tmp_path / "second", [seed], None, {**settings, "JOBDIR": str(larger)})
+    assert second.returncode == 0, second.log[-3000:]
+    # The page whose links were lost with the failed commit was still leased there:
+    # read again, it gives every link back.
+    assert "Resuming frontier" in second.log
+    assert second.stats["focus/frontier/enqueued"] >= FLOOD_LINKS - 1

@@ -197,7 +197,8 @@ class LmdbFrontierStore:
             "frontier",
             self.path / "data.mdb",
             exc,
-            "Free space on its disk (JOBDIR); the crawl resumes from its last commit",
+            "Free space on its disk (or move JOBDIR to a larger one), then run the crawl "
+            "again with the same JOBDIR: it resumes from the frontier's last commit",
         )
         if self._on_error is not None:
             self._on_error(self._failed)
