@@ -8,8 +8,10 @@ import shutil
 import subprocess
 
 import pytest
+from scrapy.http import HtmlResponse
 
 from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.frontier.context import ContextReader, anchors_of
 from scrapy_focus.frontier.traps import TrapDetector, url_pattern
 from tests.crawl import run_focus_crawl
 from tests.hostile import ARCHIVE_DAYS, BULK_PAGES, FLOOD_LINKS
@@ -231,3 +233,17 @@ def test_a_full_jobdir_stops_the_crawl_and_the_resume_reads_the_page_again(
     # read again, it gives every link back.
     assert "Resuming frontier" in second.log
     assert second.stats["focus/frontier/enqueued"] >= FLOOD_LINKS - 1
+
+
+def test_link_context_reads_at_most_its_budget_however_many_links_share_a_block():
+    # 5,000 links in one block of 2 MB of text: each link's context reads a bounded
+    # prefix of the block, and all of them together stop at the page's budget.
+    links = "".join(f"<a href='/p{n}'>{'x' * 400} {n}</a> " for n in range(5000))
+    body = f"<html><body><div>{links}</div></body></html>".encode()
+    response = HtmlResponse("http://a.example/", body=body, encoding="utf-8")
+    reader = ContextReader(budget=100_000)
+    anchors = anchors_of(response, reader=reader)
+    assert len(anchors) == 5000  # every link keeps its URL
+    assert reader.spent and reader.examined <= 100_000
+    assert anchors["http://a.example/p0"]["anchor"].startswith("xxx")
+    assert anchors["http://a.example/p4999"]["context"] == ""  # past the budget

@@ -74,7 +74,7 @@ PAGE_TEXT_BUDGET = 1_000_000
 _RAW_PER_KEPT = 8
 
 
-class _Reader:
+class ContextReader:
     """Reads element text for one page's link contexts, within PAGE_TEXT_BUDGET."""
 
     def __init__(self, budget: int = PAGE_TEXT_BUDGET) -> None:
@@ -106,7 +106,7 @@ class _Reader:
 
 
 def anchors_of(
-    response: TextResponse, max_links: int = 0, reader: _Reader | None = None
+    response: TextResponse, max_links: int = 0, reader: ContextReader | None = None
 ) -> dict[str, dict[str, str]]:
     """Canonical URL → anchor, title, context and heading, for every ``<a href>``
     (the first *max_links* distinct URLs; 0: all).
@@ -119,7 +119,7 @@ def anchors_of(
     (a page of nested headings holds each one's text many times over).
     """
     found: dict[str, dict[str, str]] = {}
-    reader = reader or _Reader()
+    reader = reader or ContextReader()
     try:
         root = response.selector.root
     except Exception:  # not HTML after all, or unparsable
@@ -159,7 +159,7 @@ def anchors_of(
     return found
 
 
-def _context(element: Any, reader: _Reader) -> str:
+def _context(element: Any, reader: ContextReader) -> str:
     """The first CONTEXT_CHARS of the text of the link's block, spaces collapsed.
 
     The block can be large (a table of contents is one list item holding a whole
@@ -259,7 +259,7 @@ class LinkContextMiddleware:
     def _anchors(self, response: Response) -> dict[str, dict[str, str]]:
         if not isinstance(response, TextResponse):
             return {}
-        reader = _Reader()
+        reader = ContextReader()
         anchors = anchors_of(response, self.max_links, reader)
         self.stats.inc_value("focus/links/context_chars", reader.examined)
         if reader.spent:
