@@ -5,8 +5,9 @@ Every request the engine schedules passes through :meth:`enqueue_request`
 
 1. fingerprint (canonical URL) and the seen set (kept with ``JOBDIR``);
 2. scope and crawler-trap guards (:class:`~scrapy_focus.urls.Scope`, pages per
-   host, query variants per path); a redirect target is checked like any link,
-   so a redirect never widens the crawl;
+   host, query variants per path, URL patterns whose pages bring nothing new:
+   :mod:`.traps`); a redirect target is checked like any link, so a redirect
+   never widens the crawl;
 3. a score in [0, 1] from the link's context (:mod:`.relevance`); a
    ``Request.priority`` set by the user wins over the score;
 4. the store (:mod:`.store_local`), ordered per host.
@@ -20,7 +21,8 @@ Stop conditions (close reason in brackets): ``FOCUS_MAX_PAGES``
 (``focus_max_pages``), ``FOCUS_MAX_RELEVANT_PAGES`` (``focus_max_relevant``),
 ``FOCUS_DEADLINE`` seconds (``focus_deadline``), and saturation: the best
 frontier score below ``FOCUS_SATURATION_SCORE`` for ``FOCUS_SATURATION_PAGES``
-dequeues in a row (``focus_saturated``).
+dequeues in a row (``focus_saturated``).  A write the store cannot make (a full
+disk) stops it too (``focus_storage_error``, :mod:`scrapy_focus.faults`).
 """
 
 from __future__ import annotations
