@@ -618,7 +618,8 @@ class FocusScheduler(BaseScheduler):
         output = response.meta.get(PAGE_ITEMS_KEY) if response is not None else None
         if output is not None:
             output.failed = True  # the page keeps its lease: a resumed crawl reads it again
-            self._received(output)
+            with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+                self._received(output)
 
     def _received(self, output: PageOutput) -> None:
         output.pending -= 1
@@ -641,7 +642,8 @@ class FocusScheduler(BaseScheduler):
         self.stats.set_value("focus/relevant_pages", self._relevant)
         if self._fetched:
             self.stats.set_value("focus/harvest_rate", round(self._relevant / self._fetched, 4))
-        self._maybe_rescore()
+        with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+            self._maybe_rescore()
         self._check_stop()
 
     def _observe_content(self, response: Response) -> None:
