@@ -178,6 +178,15 @@ FOCUS_MAX_REPEATED_SEGMENT = 2
 FOCUS_MAX_QUERY_PARAMS = 12
 FOCUS_MAX_QUERY_VARIANTS = 200  # distinct query strings per path
 FOCUS_MAX_PAGES_PER_HOST = 0  # 0: unlimited
+#: A URL pattern (host, path with numbers made 0, query parameter names) whose
+#: pages brought almost no new text (under a quarter of their word 3-shingles new
+#: to the pattern) this many times in a row is a crawler trap: none of its URLs
+#: are fetched from then on (``trap-stale-content``).  0: off.
+FOCUS_TRAP_PAGES = 20
+#: Most distinct link URLs one page adds to the frontier (the first ones in the
+#: order the callback yields them, which is document order for FocusSpider);
+#: the rest are dropped and counted in ``focus/links/dropped``.  0: unlimited.
+FOCUS_MAX_LINKS_PER_PAGE = 1000
 #: Re-score pending links after the link model's group estimates moved this much
 #: in total (the sum of their changes), at most this many entries at a time.
 FOCUS_RESCORE_DRIFT = 2.0

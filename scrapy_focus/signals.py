@@ -12,6 +12,9 @@
     Scrapy hands them to the engine later (``Scraper`` buffers a callback's
     output), and the frontier keeps its lease on *request* until the last of
     them is enqueued, so a crawl killed in between reads the page again.
+    Items count too, until the item pipelines are done with them (scraped or
+    dropped); an item that failed in a pipeline (a full disk) keeps the lease,
+    so a resumed crawl reads the page again rather than lose its item.
 """
 
 from __future__ import annotations
@@ -24,18 +27,22 @@ page_done = object()
 #: The ``Request.meta`` key that ties a yielded request to its page's
 #: :class:`PageOutput`; the scheduler removes it on enqueue.
 PAGE_OUTPUT_KEY = "_focus_page_output"
+#: The ``response.meta`` key of the page's own :class:`PageOutput`, for its items.
+PAGE_ITEMS_KEY = "_focus_page_items"
 
 
 class PageOutput:
     """The requests one response's callback yielded that the scheduler has not
-    received yet (``pending``), and whether the callback has finished."""
+    received yet and its items the pipelines have not finished (``pending``),
+    whether the callback has finished, and whether an item failed."""
 
-    __slots__ = ("complete", "pending", "request")
+    __slots__ = ("complete", "failed", "pending", "request")
 
     def __init__(self, request: Any) -> None:
         self.request = request
         self.pending = 0
         self.complete = False
+        self.failed = False
 
     def yielded(self, child: Any) -> None:
         self.pending += 1

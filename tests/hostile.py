@@ -631,6 +631,174 @@ class SecretSite(Site):
         return _page(article_page(14_000 + n), Set_Cookie=SESSION_COOKIE)
 
 
+# -- bounded per-page work, traps and write faults (issue 11, items 13-16 and 20) ------------
+
+NESTED_HEADINGS = 250  # <h2> inside <h2>, 10 kB of text each: a 2.5 MB page
+FLOOD_LINKS = 20_000  # distinct links on one page
+JSON_LD_DEPTH = 100_000  # nesting of the JSON-LD bomb
+BULK_PAGES = 80  # /bulk/N.html, each BULK_BYTES of incompressible text
+BULK_BYTES = 300_000
+ARCHIVE_DAYS = 120
+MONTHS = "January February March April May June July August September October November December"
+
+
+class HeadingsSite(Site):
+    """``/nested.html``: headings nested in headings, each holding the text of all
+    the ones after it, with a link in each; ``/small.html``: an ordinary page."""
+
+    name = "headings"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        text = "word " * 2000
+        nested = "".join(
+            f"<h2>{text}<a href='/small.html?n={i}'>link {i}</a>" for i in range(NESTED_HEADINGS)
+        )
+        self.nested = f"<html><head><title>Nested</title></head><body>{nested}</body></html>"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/nested.html":
+            return _page(self.nested)
+        if request.path == "/small.html":
+            return _page(article_page(13_000))
+        return _not_found()
+
+
+class LinkFloodSite(Site):
+    """``/flood.html`` links to FLOOD_LINKS distinct pages ``/item/N.html``."""
+
+    name = "flood"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/flood.html":
+            links = "".join(f"<a href='/item/{n}.html'>item {n}</a> " for n in range(FLOOD_LINKS))
+            return _page(f"<html><head><title>Flood</title></head><body>{links}</body></html>")
+        n = _number(request.path, "/item/")
+        return _page(article_page(14_000 + n)) if n is not None else _not_found()
+
+
+class JsonLdSite(Site):
+    """``/deep.html``: an ordinary article whose JSON-LD nests JSON_LD_DEPTH arrays."""
+
+    name = "jsonld"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/deep.html":
+            bomb = "[" * JSON_LD_DEPTH + "]" * JSON_LD_DEPTH
+            head = f"<script type='application/ld+json'>{bomb}</script>"
+            return _page(article_page(15_000, head=head))
+        return _not_found()
+
+
+def _month_name(year: int, month: int) -> str:
+    return f"{MONTHS.split()[month - 1]} {year}"
+
+
+class TrapSite(Site):
+    """Two traps that serve near-identical pages under ever new URLs.
+
+    ``/calendar?month=YYYY-MM``: an events calendar, each month linking to the
+    next, from 1990 on (the year guard stops it only after 2028), every month
+    "no events".  ``/products?page=N&sort=...``: one product list, sorted five
+    ways on every page, each way a new query string."""
+
+    name = "traps"
+
+    CHROME = (
+        "<header><nav><a href='/calendar?month=1990-01'>Events</a> "
+        "<a href='/products?page=0&amp;sort=name'>Products</a></nav></header>"
+    )
+    FOOTER = "<footer>Example Society, 12 Harbour Street. All rights reserved.</footer>"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/calendar":
+            year, month = (int(x) for x in request.query.get("month", ["1990-01"])[0].split("-"))
+            nxt = (year + 1, 1) if month == 12 else (year, month + 1)
+            prev = (year - 1, 12) if month == 1 else (year, month - 1)
+            days = "".join(f"<td>{d}</td>" for d in range(1, 29))
+            body = (
+                f"{self.CHROME}<main><h1>Events: {_month_name(year, month)}</h1>"
+                f"<table><tr>{days}</tr></table><p>There are no events scheduled this month. "
+                "Members may propose an event to the committee at any time.</p>"
+                f"<a href='/calendar?month={prev[0]:04d}-{prev[1]:02d}'>previous month</a> "
+                f"<a href='/calendar?month={nxt[0]:04d}-{nxt[1]:02d}'>next month</a>"
+                f"</main>{self.FOOTER}"
+            )
+            title = "<title>Events calendar</title>"
+            return _page(f"<html><head>{title}</head><body>{body}</body></html>")
+        if request.path == "/products":
+            n = int(request.query.get("page", ["0"])[0])
+            sort = request.query.get("sort", ["name"])[0]
+            products = "".join(
+                f"<li>{name} lamp, brass, {20 + i} euros</li>"
+                for i, name in enumerate("Harbour Lantern Beacon Signal Anchor Compass".split())
+            )
+            links = "".join(
+                f"<a href='/products?page={n * 5 + k}&amp;sort={order}'>sort by {order}</a> "
+                for k, order in enumerate(("name", "price", "date", "rating", "stock"), 1)
+            )
+            body = (
+                f"{self.CHROME}<main><h1>Products</h1><p>Our lamps, sorted by {sort}.</p>"
+                f"<ul>{products}</ul>{links}</main>{self.FOOTER}"
+            )
+            return _page(f"<html><head><title>Products</title></head><body>{body}</body></html>")
+        return _not_found()
+
+
+class ArchiveSite(Site):
+    """A real dated archive: ``/archive/YYYY/MM/DD.html`` for ARCHIVE_DAYS days
+    from 2019-01-01, each a different article, each linking to the next day."""
+
+    name = "archive"
+
+    def route(self, request: FarmRequest) -> Page:
+        import datetime
+
+        parts = request.path.removeprefix("/archive/").removesuffix(".html").split("/")
+        try:
+            day = datetime.date(*(int(part) for part in parts))
+        except (TypeError, ValueError):
+            return _not_found()
+        n = (day - datetime.date(2019, 1, 1)).days
+        if not 0 <= n < ARCHIVE_DAYS:
+            return _not_found()
+        nxt = day + datetime.timedelta(days=1)
+        link = (
+            f"<nav><a href='/archive/{nxt:%Y/%m/%d}.html'>next day</a></nav>"
+            if n + 1 < ARCHIVE_DAYS
+            else ""
+        )
+        return _page(article_page(16_000 + n, extra_body=link))
+
+    def first(self) -> str:
+        return self.url("/archive/2019/01/01.html")
+
+
+class BulkSite(Site):
+    """``/bulk/N.html`` (N < BULK_PAGES): BULK_BYTES of random base64 each (nothing
+    to compress), linking to pages 2N+1 and 2N+2: fills a small disk quickly."""
+
+    name = "bulk"
+
+    def route(self, request: FarmRequest) -> Page:
+        import base64
+
+        n = _number(request.path, "/bulk/")
+        if n is None or not 0 <= n < BULK_PAGES:
+            return _not_found()
+        noise = base64.b64encode(random.Random(f"bulk-{n}").randbytes(BULK_BYTES * 3 // 4))
+        links = "".join(
+            f"<a href='/bulk/{child}.html'>page {child}</a> "
+            for child in (2 * n + 1, 2 * n + 2)
+            if child < BULK_PAGES
+        )
+        title, paragraphs = article_parts(17_000 + n)
+        return _page(
+            f"<html><head><title>{title}</title></head><body><h1>{title}</h1>"
+            f"<p>{paragraphs[0]}</p>{links}<pre>{noise.decode()}</pre></body></html>"
+        )
+
+
 SITES: list[Callable[[str], Site]] = [
     StaticSite,
     SpaSite,
@@ -648,6 +816,12 @@ SITES: list[Callable[[str], Site]] = [
     FixableSite,
     PayloadSite,
     SecretSite,
+    HeadingsSite,
+    LinkFloodSite,
+    JsonLdSite,
+    TrapSite,
+    ArchiveSite,
+    BulkSite,
 ]
 
 

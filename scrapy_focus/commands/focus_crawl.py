@@ -37,6 +37,7 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.conf import feed_process_params_from_cli
 
 from scrapy_focus.addon import Addon
+from scrapy_focus.faults import FAILED_REASONS
 from scrapy_focus.spiders import FocusSpider
 
 if sys.version_info >= (3, 11):
@@ -138,7 +139,14 @@ class Command(BaseRunSpiderCommand):
         assert self.settings is not None and self.crawler_process is not None
         if not self.settings.getlist("FOCUS_SEEDS"):
             raise UsageError("no seeds: pass --seed URL or set seeds in the job file")
-        self.crawler_process.crawl(self._create_crawler(FocusSpider), **opts.spargs)
+        crawler = self._create_crawler(FocusSpider)
+        self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
+        stats = crawler.stats
+        if stats is not None and (
+            stats.get_value("finish_reason") in FAILED_REASONS
+            or stats.get_value("focus/storage/error") is not None
+        ):
+            self.exitcode = 1  # the crawl stopped on a fault, not on a stop condition

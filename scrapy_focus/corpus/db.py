@@ -34,6 +34,8 @@ from typing import Any, TypeVar
 import lmdb
 import zstandard
 
+from scrapy_focus.faults import StorageError
+
 SCHEMA_VERSION = 1
 _DB_NAMES = (
     b"pages",
@@ -293,6 +295,11 @@ class CorpusDB:
     one, and never blocks the writer).  The map grows on demand: a write that
     does not fit doubles the map and is retried, so a crawl never stops on
     ``MapFullError``.  ``readahead`` is ``FOCUS_CORPUS_READAHEAD``.
+
+    Any other write failure (a full disk, an I/O error) raises
+    :class:`~scrapy_focus.faults.StorageError`, after calling each of
+    ``fault_handlers`` with it: every component sharing the corpus (the cache
+    storage, the pipelines, DomainHistory) meets the same fault the same way.
     """
 
     def __init__(
@@ -337,6 +344,7 @@ class CorpusDB:
             except lmdb.Error as exc:
                 raise CorpusError(f"cannot open corpus at {self.path}: {exc}") from exc
         self._resize_lock = threading.Lock()
+        self.fault_handlers: list[Callable[[StorageError], None]] = []
         if readonly:
             try:
                 self._dbs = self._open_dbs()
@@ -359,9 +367,13 @@ class CorpusDB:
             return {name: self.env.open_db(name, create=False) for name in _DB_NAMES}
 
     def close(self) -> None:
-        if not self.readonly:
-            self.env.sync(True)
-        self.env.close()
+        try:
+            if not self.readonly:
+                self.env.sync(True)
+        except lmdb.Error:
+            pass  # the disk that failed a write fails this too: the write reported it
+        finally:
+            self.env.close()
 
     def __enter__(self) -> CorpusDB:
         return self
@@ -406,6 +418,18 @@ class CorpusDB:
                     self.env.set_mapsize(self.env.info()["map_size"] * 2)
             except lmdb.MapResizedError:
                 self.env.set_mapsize(0)
+            except lmdb.Error as exc:
+                error = StorageError(
+                    "corpus",
+                    self.path / "data.mdb",
+                    exc,
+                    "Free space on its disk or move the corpus to a larger one "
+                    "(FOCUS_CORPUS_DIR), then run the crawl again with the same JOBDIR: "
+                    "pages not stored are still in its frontier",
+                )
+                for handler in self.fault_handlers:
+                    handler(error)
+                raise error from exc
 
     # -- writing
 

@@ -23,6 +23,7 @@ response returned from the cache has no ``Content-Encoding`` header.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import zlib
@@ -32,6 +33,7 @@ from time import time
 from typing import TYPE_CHECKING, Any
 
 import zstandard
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Headers, HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.gz import gunzip
@@ -47,6 +49,7 @@ from scrapy_focus.corpus.db import (
     acquire,
     release,
 )
+from scrapy_focus.faults import StorageError, storage_failed
 from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams, strip_userinfo
 
 if TYPE_CHECKING:
@@ -118,6 +121,7 @@ class LmdbCacheStorage:
         self._canonical = CanonicalRequestFingerprinter(TrackingParams(self.config.tracking_params))
         self._classes = ResponseClasses.from_paths(self.config.response_classes)
         self._stats: Any = None
+        self._on_fault: Any = None
 
     # -- the storage interface of scrapy.extensions.httpcache
 
@@ -130,10 +134,14 @@ class LmdbCacheStorage:
             # The same object canonicalises once per request for both keys.
             self._canonical = self._fingerprinter
         self._stats = crawler.stats
+        self._on_fault = functools.partial(storage_failed, crawler)
+        self.db.fault_handlers.append(self._on_fault)
         logger.info("Corpus (LMDB cache storage) at %s", path, extra={"spider": spider})
 
     def close_spider(self, spider: Spider) -> None:
         if self.db is not None:
+            if self._on_fault in self.db.fault_handlers:
+                self.db.fault_handlers.remove(self._on_fault)
             release(self.db)
             self.db = None
 
@@ -168,8 +176,32 @@ class LmdbCacheStorage:
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
         db = self._require_open()
         body, headers, decoded = self._decoded(response, request.meta.get("focus_content_encoding"))
+        try:
+            version = self._record(db, request, response, body, headers, decoded)
+        except StorageError as exc:
+            # Not stored, so not handed to the spider: its request stays leased in the
+            # frontier, and the crawl (stopping now) fetches it again when resumed.
+            raise IgnoreRequest(f"{request.url} not stored: {exc}") from exc
+        self._inc("focus/corpus/store")
+        if version.fetch_count > 1:
+            self._inc("focus/corpus/unchanged")
+        elif version.index > 0:
+            self._inc("focus/corpus/new_version")
+        request.meta["focus_corpus_version"] = version.index
+        # The page item reports the time the corpus recorded, not when it was built.
+        request.meta["focus_fetched_at"] = version.fetched_at
+
+    def _record(
+        self,
+        db: CorpusDB,
+        request: Request,
+        response: Response,
+        body: bytes,
+        headers: list[tuple[str, str]],
+        decoded: str | None,
+    ) -> Version:
         cls = self._classes.stored_class(response, headers, body)
-        version = db.record_fetch(
+        return db.record_fetch(
             Fetch(
                 fingerprint=self._fingerprinter.fingerprint(request),
                 canonical_url=self._canonical.canonical_url(request),
@@ -191,14 +223,6 @@ class LmdbCacheStorage:
             ),
             supersede=request.meta.get("focus_supersede"),
         )
-        self._inc("focus/corpus/store")
-        if version.fetch_count > 1:
-            self._inc("focus/corpus/unchanged")
-        elif version.index > 0:
-            self._inc("focus/corpus/new_version")
-        request.meta["focus_corpus_version"] = version.index
-        # The page item reports the time the corpus recorded, not when it was built.
-        request.meta["focus_fetched_at"] = version.fetched_at
 
     # -- helpers
 

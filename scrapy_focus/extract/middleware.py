@@ -168,6 +168,8 @@ class ExtractionMiddleware:
         self.stats.inc_value(f"focus/extract/{result.failure or 'ok'}")
         if result.extraction is not None and result.extraction.skipped:
             self.stats.inc_value(f"focus/extract/skipped/{result.extraction.skipped}")
+        if result.extraction is not None and result.extraction.json_ld_errors:
+            self.stats.inc_value("focus/extract/json_ld_errors", result.extraction.json_ld_errors)
         return response
 
     def _skip_reason(self, response: Response) -> str | None:

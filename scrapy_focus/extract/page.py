@@ -433,13 +433,42 @@ def _json_ld(tree: lxml.html.HtmlElement) -> tuple[list[Any], int]:
             continue
         try:
             data = json.loads(raw)
+        except RecursionError:  # nested past the interpreter's stack: hostile, not broken
+            errors += 1
+            continue
         except ValueError:
             data = _lenient_json(raw)
             if data is None:
                 errors += 1
                 continue
+        if _too_deep(data, JSON_LD_MAX_DEPTH):
+            # Parsed, but every consumer (pickling back from the worker, the exports)
+            # recurses too, and no schema.org graph needs this many levels.
+            errors += 1
+            continue
         found.extend(data if isinstance(data, list) else [data])
     return found, errors
+
+
+#: JSON-LD nested deeper than this counts as an error (schema.org graphs nest a few levels).
+JSON_LD_MAX_DEPTH = 32
+
+
+def _too_deep(data: Any, limit: int) -> bool:
+    """True if *data* nests lists/dicts more than *limit* levels; without recursion."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -457,11 +486,11 @@ def _lenient_json(raw: str) -> Any:
     cleaned = _TRAILING_COMMA.sub(r"\1", _CONTROL.sub(" ", cleaned)).strip().rstrip(";")
     try:
         return json.loads(cleaned, strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:  # a valid value followed by garbage (two objects back to back, stray text)
         return json.JSONDecoder(strict=False).raw_decode(cleaned)[0]
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -25,6 +25,7 @@ import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -36,7 +37,7 @@ from scrapy_focus import signals as focus_signals
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, model_for
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
-from scrapy_focus.signals import PageOutput
+from scrapy_focus.signals import PAGE_ITEMS_KEY, PageOutput
 from scrapy_focus.urls import canonicalize_url
 
 if TYPE_CHECKING:
@@ -63,25 +64,73 @@ def canonical_link(url: str) -> str:
     return _canonical(url.split("#", 1)[0])
 
 
-def anchors_of(response: TextResponse) -> dict[str, dict[str, str]]:
-    """Canonical URL → anchor, title, context and heading, for every ``<a href>``.
+#: Characters of text one page's link contexts may read in all (anchors, titles,
+#: blocks, headings), a few tens of milliseconds of work: this runs on the reactor
+#: thread, where a page that costs seconds stalls every download of the crawl.
+#: Links met after it is spent keep their URL and lose their context.
+PAGE_TEXT_BUDGET = 1_000_000
+#: Raw characters one read may examine per character it keeps: spaces collapse,
+#: so a block of whitespace must not be read to its end to find 240 characters.
+_RAW_PER_KEPT = 8
+
+
+class ContextReader:
+    """Reads element text for one page's link contexts, within PAGE_TEXT_BUDGET."""
+
+    def __init__(self, budget: int = PAGE_TEXT_BUDGET) -> None:
+        self.budget = budget
+        self.examined = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.examined >= self.budget
+
+    def text(self, element: Any, limit: int) -> str:
+        """The first *limit* characters of *element*'s text, spaces collapsed (as
+        ``text_content()``: no comments, not its own tail), read only as far as needed."""
+        chunks: list[str] = []
+        raw = kept = 0
+        cap = min(_RAW_PER_KEPT * limit, self.budget - self.examined)
+        for chunk in element.itertext():
+            if raw >= cap:
+                break
+            chunk = chunk[: cap - raw]
+            raw += len(chunk)
+            chunks.append(chunk)
+            kept += len(_SPACES.sub(" ", chunk.strip()))
+            # joining chunks collapses at most one more space per chunk
+            if kept - len(chunks) > limit:
+                break
+        self.examined += raw
+        return _SPACES.sub(" ", "".join(chunks)).strip()[:limit]
+
+
+def anchors_of(
+    response: TextResponse, max_links: int = 0, reader: ContextReader | None = None
+) -> dict[str, dict[str, str]]:
+    """Canonical URL → anchor, title, context and heading, for every ``<a href>``
+    (the first *max_links* distinct URLs; 0: all).
 
     One pass over the tree the response already parsed (``response.selector``);
     the first anchor pointing at a URL wins.  Links that differ only by their
     fragment (``os.html#os.open``, ``os.html#os.stat``) are one URL: only the
-    first is looked at.
+    first is looked at.  Text is read through *reader*, within its budget; a
+    heading is read when a link first needs it, not when the walk passes it
+    (a page of nested headings holds each one's text many times over).
     """
     found: dict[str, dict[str, str]] = {}
+    reader = reader or ContextReader()
     try:
         root = response.selector.root
     except Exception:  # not HTML after all, or unparsable
         return found
     seen: set[str] = set()  # hrefs without fragment already looked at
+    heading_element: Any = None
     heading = ""
     for element in root.iter():
         tag = element.tag if isinstance(element.tag, str) else ""
         if tag in _HEADINGS:
-            heading = _text(element)[:200]
+            heading_element, heading = element, ""
         elif tag == "a":
             href = element.get("href")
             if not href or href.startswith(("#", "javascript:", "mailto:")):
@@ -96,21 +145,21 @@ def anchors_of(response: TextResponse) -> dict[str, dict[str, str]]:
                 continue
             if url in found:
                 continue
-            images = " ".join(img.get("alt") or "" for img in element.iter("img"))
+            if heading_element is not None:
+                heading, heading_element = reader.text(heading_element, 200), None
+            images = " ".join(img.get("alt") or "" for img in islice(element.iter("img"), 8))
             found[url] = {
-                "anchor": _text(element)[:300],
+                "anchor": reader.text(element, 300),
                 "title": f"{element.get('title') or ''} {images}".strip()[:300],
-                "context": _context(element),
+                "context": _context(element, reader),
                 "heading": heading,
             }
+            if max_links and len(found) >= max_links:
+                break
     return found
 
 
-def _text(element: Any) -> str:
-    return _SPACES.sub(" ", element.text_content()).strip()
-
-
-def _context(element: Any) -> str:
+def _context(element: Any, reader: ContextReader) -> str:
     """The first CONTEXT_CHARS of the text of the link's block, spaces collapsed.
 
     The block can be large (a table of contents is one list item holding a whole
@@ -120,18 +169,7 @@ def _context(element: Any) -> str:
         block = block.getparent()
     if block is None:
         return ""
-    chunks = []
-    size = 0
-    for chunk in block.itertext():  # as text_content(): no comments, not its own tail
-        chunks.append(chunk)
-        size += len(chunk)
-        # enough when the collapsed text is sure to be longer than CONTEXT_CHARS: every
-        # chunk after the first non-space one keeps at least a character per two
-        if size > 4 * CONTEXT_CHARS and len(_SPACES.sub(" ", "".join(chunks)).strip()) > (
-            CONTEXT_CHARS
-        ):
-            break
-    return _SPACES.sub(" ", "".join(chunks)).strip()[:CONTEXT_CHARS]
+    return reader.text(block, CONTEXT_CHARS)
 
 
 class LinkContextMiddleware:
@@ -144,6 +182,7 @@ class LinkContextMiddleware:
         # Only the frontier takes the PageOutput out of a request's meta; another
         # scheduler (a user's own) would store it with the request.
         self.track_output = issubclass(load_object(crawler.settings["SCHEDULER"]), FocusScheduler)
+        self.max_links = crawler.settings.getint("FOCUS_MAX_LINKS_PER_PAGE")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -177,21 +216,55 @@ class LinkContextMiddleware:
     ) -> AsyncIterator[Any]:
         anchors: dict[str, dict[str, str]] | None = None
         output = PageOutput(response.request) if self.track_output else None
+        # Distinct URLs (fragments aside) of the page's requests: past max_links, a
+        # new one is dropped; one already kept may come again (the frontier dedups it).
+        kept: set[str] = set()
+        dropped = 0
+        if output is not None:
+            response.meta[PAGE_ITEMS_KEY] = output
         try:
             async for entry in result:
                 if isinstance(entry, Request):
+                    link = canonical_link(entry.url)
+                    if link not in kept:
+                        if self.max_links and len(kept) >= self.max_links:
+                            dropped += 1
+                            continue
+                        kept.add(link)
                     if anchors is None:
-                        anchors = anchors_of(response) if isinstance(response, TextResponse) else {}
+                        anchors = self._anchors(response)
                     self._attach(entry, response, anchors)
                     if output is not None:
                         output.yielded(entry)
-                elif isinstance(entry, PageItem) and entry.relevance is None:
-                    entry.relevance = response.meta.get("focus_relevance")
+                else:
+                    if isinstance(entry, PageItem) and entry.relevance is None:
+                        entry.relevance = response.meta.get("focus_relevance")
+                    if output is not None:
+                        output.pending += 1  # until the item pipelines are done with it
                 yield entry
         finally:
+            if dropped:
+                self.stats.inc_value("focus/links/dropped", dropped)
+                self.stats.inc_value("focus/links/capped_pages")
+                logger.info(
+                    "Kept the first %d links of %s, dropped %d more (FOCUS_MAX_LINKS_PER_PAGE)",
+                    self.max_links,
+                    response.url,
+                    dropped,
+                )
             if output is not None:
                 output.complete = True
             self._done(response, output)
+
+    def _anchors(self, response: Response) -> dict[str, dict[str, str]]:
+        if not isinstance(response, TextResponse):
+            return {}
+        reader = ContextReader()
+        anchors = anchors_of(response, self.max_links, reader)
+        self.stats.inc_value("focus/links/context_chars", reader.examined)
+        if reader.spent:
+            self.stats.inc_value("focus/links/context_budget_spent")
+        return anchors
 
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Any = None

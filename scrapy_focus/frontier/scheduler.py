@@ -6,8 +6,9 @@ Every request the engine schedules passes through :meth:`enqueue_request`
 1. fingerprint (canonical URL) and the seen set (kept with ``JOBDIR``), or the
    user's own ``DUPEFILTER_CLASS`` when it is not Scrapy's default;
 2. scope and crawler-trap guards (:class:`~scrapy_focus.urls.Scope`, pages per
-   host, query variants per path); a redirect target is checked like any link,
-   so a redirect never widens the crawl;
+   host, query variants per path, URL patterns whose pages bring nothing new:
+   :mod:`.traps`); a redirect target is checked like any link, so a redirect
+   never widens the crawl;
 3. a score in [0, 1] from the link's context (:mod:`.relevance`); a
    ``Request.priority`` set by the user wins over the score;
 4. the store (:mod:`.store_local`), ordered per host.
@@ -29,13 +30,16 @@ Stop conditions (close reason in brackets): ``FOCUS_MAX_PAGES``
 (``focus_max_pages``), ``FOCUS_MAX_RELEVANT_PAGES`` (``focus_max_relevant``),
 ``FOCUS_DEADLINE`` seconds (``focus_deadline``), and saturation: the best
 frontier score below ``FOCUS_SATURATION_SCORE`` for ``FOCUS_SATURATION_PAGES``
-dequeues in a row (``focus_saturated``).
+dequeues in a row (``focus_saturated``).  A write the store cannot make (a full
+disk) stops it too (``focus_storage_error``, :mod:`scrapy_focus.faults`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import inspect
+import json
 import logging
 import math
 import pickle
@@ -53,10 +57,12 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from scrapy_focus import signals as focus_signals
+from scrapy_focus.faults import StorageError, storage_failed
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, politeness_for
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
-from scrapy_focus.signals import PAGE_OUTPUT_KEY, PageOutput
+from scrapy_focus.frontier.traps import TrapDetector
+from scrapy_focus.signals import PAGE_ITEMS_KEY, PAGE_OUTPUT_KEY, PageOutput
 from scrapy_focus.urls import Scope, host_of
 
 if TYPE_CHECKING:
@@ -103,6 +109,7 @@ class FrontierConfig:
     dupefilter_class: str
     log_unserializable: bool  # SCHEDULER_DEBUG, as Scrapy's scheduler reads it
     ignored_queue_settings: tuple[str, ...]  # Scrapy queue settings the user set
+    trap_pages: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
@@ -137,6 +144,7 @@ class FrontierConfig:
             ignored_queue_settings=tuple(
                 name for name in _QUEUE_SETTINGS if (settings.getpriority(name) or 0) > 0
             ),
+            trap_pages=settings.getint("FOCUS_TRAP_PAGES", 20),
         )
 
 
@@ -148,6 +156,7 @@ class FocusScheduler(BaseScheduler):
         self.model: FocusModel = model_for(crawler)
         self.politeness: Politeness = politeness_for(crawler)
         self.scope = config.scope
+        self.traps = TrapDetector(config.trap_pages) if config.trap_pages else None
         self.store: LmdbFrontierStore | None = None
         self.spider: Spider | None = None
         self._memory: dict[int, Request] = {}
@@ -192,6 +201,9 @@ class FocusScheduler(BaseScheduler):
         crawler.signals.connect(scheduler._response, signal=signals.response_received)
         crawler.signals.connect(scheduler._downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(scheduler._dropped, signal=signals.request_dropped)
+        crawler.signals.connect(scheduler._item_done, signal=signals.item_scraped)
+        crawler.signals.connect(scheduler._item_done, signal=signals.item_dropped)
+        crawler.signals.connect(scheduler._item_failed, signal=signals.item_error)
         return scheduler
 
     # -- BaseScheduler
@@ -214,7 +226,7 @@ class FocusScheduler(BaseScheduler):
             self.scope = replace(self.scope, allowed_domains=spider_domains)
         self._seeds_widen_scope = not self.scope.allowed_domains and self.config.seed_scope != "any"
         directory = Path(self.config.jobdir, "focus-frontier") if self.config.jobdir else None
-        self.store = LmdbFrontierStore(directory)
+        self.store = LmdbFrontierStore(directory, on_error=self._storage_failed)
         self._restore()
         for host in self.store.hosts():
             self._place(host)
@@ -265,10 +277,16 @@ class FocusScheduler(BaseScheduler):
             self._wake_call.cancel()
         if self.store is not None:
             self.stats.set_value("focus/frontier/size", len(self.store))
-            self._persist()
-            self.store.close()
+            with contextlib.suppress(StorageError):  # reported: the store keeps its last commit
+                self._persist()
+            with contextlib.suppress(StorageError):
+                self.store.close()
             self.store = None
         return self.dupefilter.close(reason) if self.dupefilter is not None else None
+
+    def _storage_failed(self, error: StorageError) -> None:
+        self._closing = True  # nothing more is handed out
+        storage_failed(self.crawler, error)
 
     def has_pending_requests(self) -> bool:
         return self.store is not None and len(self.store) > 0
@@ -278,9 +296,13 @@ class FocusScheduler(BaseScheduler):
 
     def enqueue_request(self, request: Request) -> bool:
         output = request.meta.pop(PAGE_OUTPUT_KEY, None)
-        enqueued = self._enqueue(request)
-        if output is not None:
-            self._received(output)
+        request.meta.pop(PAGE_ITEMS_KEY, None)  # the page's own, if it comes back
+        try:
+            enqueued = self._enqueue(request)
+            if output is not None:
+                self._received(output)
+        except StorageError:  # reported; the crawl is stopping
+            return False
         return enqueued
 
     def _enqueue(self, request: Request) -> bool:
@@ -335,6 +357,12 @@ class FocusScheduler(BaseScheduler):
         return True
 
     def next_request(self) -> Request | None:
+        try:
+            return self._next_request()
+        except StorageError:  # reported; the crawl is stopping
+            return None
+
+    def _next_request(self) -> Request | None:
         store = self._store()
         if self._closing or not len(store):
             return None
@@ -387,6 +415,8 @@ class FocusScheduler(BaseScheduler):
             )
         ):
             return "trap-query-variants"
+        if self.traps is not None and self.traps.trapped(request.url):
+            return "trap-stale-content"
         return None
 
     def _rediscovered(self, request: Request, fingerprint: bytes) -> None:
@@ -529,6 +559,13 @@ class FocusScheduler(BaseScheduler):
             logger.exception("Frontier dropped an entry of %s it could not read back", host)
             store.ack(entry.lease)
             self.stats.inc_value("focus/frontier/unreadable")
+            self._place(host)
+            return None
+        if self.traps is not None and self.traps.trapped(request.url):
+            # queued before its pattern turned out to be a trap
+            store.ack(entry.lease)
+            self.stats.inc_value("focus/frontier/rejected/trap-stale-content")
+            self.stats.inc_value("focus/traps/dropped_queued")
             self._place(host)
             return None
         fingerprint = self._fingerprint(request)
@@ -676,8 +713,22 @@ class FocusScheduler(BaseScheduler):
         fingerprint = self._fingerprint(request)
         if output is not None and output.pending > 0:
             self._awaiting[fingerprint] = output  # the last of them to arrive acknowledges
-        elif fingerprint not in self._awaiting:
-            self._ack(fingerprint)
+        elif fingerprint not in self._awaiting and not (output is not None and output.failed):
+            with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+                self._ack(fingerprint)
+
+    def _item_done(self, item: Any, response: Response, spider: Spider | None = None) -> None:
+        output = response.meta.get(PAGE_ITEMS_KEY) if response is not None else None
+        if output is not None:
+            with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+                self._received(output)
+
+    def _item_failed(self, item: Any, response: Response, **kwargs: Any) -> None:
+        output = response.meta.get(PAGE_ITEMS_KEY) if response is not None else None
+        if output is not None:
+            output.failed = True  # the page keeps its lease: a resumed crawl reads it again
+            with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+                self._received(output)
 
     def _received(self, output: PageOutput) -> None:
         output.pending -= 1
@@ -685,7 +736,8 @@ class FocusScheduler(BaseScheduler):
             fingerprint = self._fingerprint(output.request)
             if self._awaiting.get(fingerprint) is output:  # not a later response's output
                 del self._awaiting[fingerprint]
-                self._ack(fingerprint)
+                if not output.failed:
+                    self._ack(fingerprint)
 
     def _ack(self, fingerprint: bytes) -> None:
         lease = self._leases.pop(fingerprint, None)
@@ -693,13 +745,32 @@ class FocusScheduler(BaseScheduler):
             self.store.ack(lease)  # both callers run with the store open
 
     def _page_scored(self, response: Response, relevance: float | None) -> None:
+        self._observe_content(response)
         if relevance is not None and relevance >= self.config.relevance_threshold:
             self._relevant += 1
         self.stats.set_value("focus/relevant_pages", self._relevant)
         if self._fetched:
             self.stats.set_value("focus/harvest_rate", round(self._relevant / self._fetched, 4))
-        self._maybe_rescore()
+        with contextlib.suppress(StorageError):  # reported; the crawl is stopping
+            self._maybe_rescore()
         self._check_stop()
+
+    def _observe_content(self, response: Response) -> None:
+        """Teach the trap detector what this page served (its extracted text)."""
+        extraction = response.meta.get("focus_extraction")
+        if self.traps is None or extraction is None or extraction.skipped:
+            return
+        text = " ".join((extraction.title or "", *extraction.headings, extraction.text))
+        pattern = self.traps.observe(response.url, text)
+        if pattern is not None:
+            self.stats.inc_value("focus/traps/patterns")
+            logger.info(
+                "Crawler trap: %d pages of %s in a row brought almost no new text; "
+                "no more of its URLs are fetched (FOCUS_TRAP_PAGES = %d)",
+                self.config.trap_pages,
+                pattern,
+                self.config.trap_pages,
+            )
 
     # -- stopping
 
@@ -788,12 +859,17 @@ class FocusScheduler(BaseScheduler):
         counters = self._store().get_state("counters")
         if counters:
             self._fetched, self._relevant = (int(x) for x in counters.split(b","))
+        traps = self._store().get_state("traps")
+        if traps and self.traps is not None:
+            self.traps.traps.update(json.loads(traps))
 
     def _persist(self) -> None:
         store = self._store()
         if self.model.scorer is not None and isinstance(self.model.scorer.model, LinkModel):
             store.put_state("link_model", self.model.scorer.model.to_bytes())
         store.put_state("counters", f"{self._fetched},{self._relevant}".encode())
+        if self.traps is not None:
+            store.put_state("traps", json.dumps(sorted(self.traps.traps)).encode())
 
     def _store(self) -> LmdbFrontierStore:
         if self.store is None:

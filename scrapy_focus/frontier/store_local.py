@@ -34,6 +34,12 @@ again (from the corpus), and its links are discovered again; their seen marks
 were undone with them.  A request popped or acknowledged in that second comes
 back: at least once, never lost.  ``sync=False``: a commit reaches the OS,
 not the platter; the machine losing power may lose more.
+
+A commit that fails (a full disk) raises :class:`~scrapy_focus.faults.StorageError`
+after calling ``on_error`` with it, and the store takes no more calls: the
+writes of the failed transaction are gone, the store on disk is its last
+commit, and what this process holds in memory (host ids, sizes) no longer
+matches it, so nothing more is written on top.  ``close`` then only closes.
 """
 
 from __future__ import annotations
@@ -44,12 +50,14 @@ import shutil
 import struct
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lmdb
+
+from scrapy_focus.faults import StorageError
 
 _HOST_ID = struct.Struct(">I")
 _COUNT = struct.Struct(">Q")
@@ -113,6 +121,7 @@ class LmdbFrontierStore:
         map_size: int = 1 << 40,
         commit_every: int = 20000,
         commit_interval: float = 1.0,
+        on_error: Callable[[StorageError], None] | None = None,
     ) -> None:
         # 1 TiB of address space, not of disk: the file grows with the data, and
         # no other process maps it, so there is no reason to grow it by steps.
@@ -145,6 +154,8 @@ class LmdbFrontierStore:
         self._opened = 0.0
         self._seq = 0
         self._size = 0
+        self._on_error = on_error
+        self._failed: StorageError | None = None
         self._load()
 
     # -- life cycle
@@ -172,22 +183,47 @@ class LmdbFrontierStore:
         self._txn = self._cursor = None
         if self._writes:
             # The sequence goes with the keys that use it: never behind them.
-            txn.put(b"seq", str(self._seq).encode(), db=self._state)
-            txn.commit()
+            try:
+                txn.put(b"seq", str(self._seq).encode(), db=self._state)
+                txn.commit()
+            except lmdb.Error as exc:
+                self._fail(exc)
         else:
             txn.abort()
         self._writes = 0
 
+    def _fail(self, exc: lmdb.Error) -> None:
+        self._failed = StorageError(
+            "frontier",
+            self.path / "data.mdb",
+            exc,
+            "Free space on its disk (or move JOBDIR to a larger one), then run the crawl "
+            "again with the same JOBDIR: it resumes from the frontier's last commit",
+        )
+        if self._on_error is not None:
+            self._on_error(self._failed)
+        raise self._failed from exc
+
     def close(self) -> None:
-        self.commit()
-        with self.env.begin(write=True) as txn:
-            txn.put(b"seq", str(self._seq).encode(), db=self._state)
-        self.env.sync(True)
-        self.env.close()
-        if self._temporary:
-            shutil.rmtree(self.path, ignore_errors=True)
+        try:
+            if self._failed is None:  # after a failure: nothing more is written
+                self.commit()
+                with self.env.begin(write=True) as txn:
+                    txn.put(b"seq", str(self._seq).encode(), db=self._state)
+                self.env.sync(True)
+        except lmdb.Error as exc:
+            self._fail(exc)
+        finally:
+            if self._txn is not None:
+                self._txn.abort()
+                self._txn = self._cursor = None
+            self.env.close()
+            if self._temporary:
+                shutil.rmtree(self.path, ignore_errors=True)
 
     def _txn_now(self) -> lmdb.Transaction:
+        if self._failed is not None:
+            raise self._failed
         txn = self._txn
         if txn is None:
             txn = self._txn = self.env.begin(write=True)
