@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import heapq
 import inspect
+import json
 import logging
 import math
 import pickle
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -46,7 +47,7 @@ from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, poli
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
 from scrapy_focus.signals import PAGE_OUTPUT_KEY, PageOutput
-from scrapy_focus.urls import Scope, host_of
+from scrapy_focus.urls import Scope, host_of, scope_entry, seed_entries
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -59,6 +60,9 @@ logger = logging.getLogger(__name__)
 
 _FINGERPRINT_KEY = "_focus_fingerprint"  # in a stored request's dict
 _MEMORY_MARK = b"\x00mem:"  # payload of a request that could not be serialised
+_SCOPE_STATE = "scope"  # the allowed-domain entries the seeds added, as a JSON list
+NO_SCOPE = "focus_no_scope"  # the close reason of a crawl that has no scope to keep to
+SEED_SCOPES = ("host", "domain", "any")
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,19 @@ class FrontierConfig:
     def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
         import re
 
+        seed_scope = settings.get("FOCUS_SEED_SCOPE", "host")
+        if seed_scope not in SEED_SCOPES:
+            raise ValueError(
+                f"FOCUS_SEED_SCOPE must be one of {', '.join(SEED_SCOPES)}, not {seed_scope!r}"
+            )
+        try:
+            allowed = Scope(allowed_domains=tuple(settings.getlist("FOCUS_ALLOWED_DOMAINS")))
+        except ValueError as exc:
+            raise ValueError(f"FOCUS_ALLOWED_DOMAINS: {exc}") from None
         return cls(
             jobdir=settings.get("JOBDIR") or None,
             scope=Scope(
-                allowed_domains=tuple(d.lower() for d in settings.getlist("FOCUS_ALLOWED_DOMAINS")),
+                allowed_domains=allowed.allowed_domains,
                 allowed_paths=tuple(settings.getlist("FOCUS_ALLOWED_PATHS")),
                 denied=tuple(re.compile(p) for p in settings.getlist("FOCUS_DENY")),
                 schemes=tuple(settings.getlist("FOCUS_SCHEMES") or ["http", "https"]),
@@ -94,7 +107,7 @@ class FrontierConfig:
                 max_repeated_segment=settings.getint("FOCUS_MAX_REPEATED_SEGMENT", 2),
                 max_query_params=settings.getint("FOCUS_MAX_QUERY_PARAMS", 12),
             ),
-            seed_scope=settings.get("FOCUS_SEED_SCOPE", "host"),
+            seed_scope=seed_scope,
             max_pages=settings.getint("FOCUS_MAX_PAGES"),
             max_relevant_pages=settings.getint("FOCUS_MAX_RELEVANT_PAGES"),
             deadline=settings.getfloat("FOCUS_DEADLINE"),
@@ -144,6 +157,10 @@ class FocusScheduler(BaseScheduler):
         self._closing = False
         self._drift_mark = 0.0
         self._seeds_widen_scope = False
+        self._seed_entries: list[str] = []  # what the seeds added to the scope, persisted
+        # host → its entries set aside: the host asked for more than FOCUS_MAX_HOST_DELAY
+        self._held: dict[str, int] = {}
+        self._held_total = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -163,13 +180,18 @@ class FocusScheduler(BaseScheduler):
         self.spider = spider
         # Scope: FOCUS_ALLOWED_DOMAINS, else the spider's allowed_domains, else
         # the seeds' hosts (FOCUS_SEED_SCOPE = "host" | "domain"; "any": no limit).
-        spider_domains = tuple(d.lower() for d in getattr(spider, "allowed_domains", None) or ())
-        if not self.scope.allowed_domains and spider_domains:
-            self.scope = replace(self.scope, allowed_domains=spider_domains)
+        if not self.scope.allowed_domains:
+            self.scope = self.scope.with_entries(
+                _valid_entries(getattr(spider, "allowed_domains", None) or (), "allowed_domains")
+            )
         self._seeds_widen_scope = not self.scope.allowed_domains and self.config.seed_scope != "any"
         directory = Path(self.config.jobdir, "focus-frontier") if self.config.jobdir else None
         self.store = LmdbFrontierStore(directory)
         self._restore()
+        # What the seeds of the first run added: a resumed crawl keeps to the same
+        # scope whether or not its seeds come again (dropped as duplicates, or none).
+        if self._seed_entries:
+            self.scope = self.scope.with_entries(self._seed_entries)
         for host in self.store.hosts():
             self._place(host)
         resumed = len(self.store)
@@ -188,10 +210,11 @@ class FocusScheduler(BaseScheduler):
             self.store = None
 
     def has_pending_requests(self) -> bool:
-        return self.store is not None and len(self.store) > 0
+        # Entries of held-back hosts wait for no one: the crawl may end without them.
+        return len(self) > 0
 
     def __len__(self) -> int:
-        return len(self.store) if self.store is not None else 0
+        return len(self.store) - self._held_total if self.store is not None else 0
 
     def enqueue_request(self, request: Request) -> bool:
         output = request.meta.pop(PAGE_OUTPUT_KEY, None)
@@ -202,6 +225,21 @@ class FocusScheduler(BaseScheduler):
 
     def _enqueue(self, request: Request) -> bool:
         store = self._store()
+        meta = request.meta
+        redirected = "redirect_urls" in meta
+        example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
+        # A page the corpus sends back is a seed only of a crawl that has no other
+        # (a re-crawl of the corpus alone); else it keeps to this crawl's scope.
+        requeued = "focus_requeue" in meta and not redirected
+        seed = ("depth" not in meta and "focus" not in meta and not redirected and not example) or (
+            requeued and self._seeds_widen_scope and not self.scope.allowed_domains
+        )
+        # The scope grows before the duplicate check: a seed seen before (a resumed
+        # crawl) still says what the crawl may fetch.
+        if seed:
+            self._widen_scope(request.url)
+        elif self._seeds_widen_scope and not self.scope.allowed_domains and not example:
+            return self._no_scope(request)
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
         # Every request marks its page seen (seeds and re-fetches too, so a link
         # to them later is a duplicate); only dont_filter skips the check.
@@ -214,15 +252,12 @@ class FocusScheduler(BaseScheduler):
             self.stats.inc_value("focus/frontier/duplicate")
             self._rediscovered(request, fingerprint)
             return False
-        meta = request.meta
         host = host_of(request.url)
-        redirected = "redirect_urls" in meta
-        example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
-        seed = "depth" not in meta and "focus" not in meta and not redirected and not example
-        if seed and self._seeds_widen_scope:
-            self.scope = self.scope.with_domain(_seed_domain(host, self.config.seed_scope))
-        trusted = (meta.get("focus_refresh") or example) and not redirected
-        reason = None if trusted else self._rejection(request, host, seed)
+        # A topic example is the user's own URL; a re-issue of an admitted request
+        # (retry, escalation, corpus re-fetch) is checked against the scope again
+        # but not counted again by the trap guards.
+        uncounted = seed or (bool(meta.get("focus_refresh")) and not redirected)
+        reason = None if example and not redirected else self._rejection(request, host, uncounted)
         if reason is not None:
             return self._reject(reason, redirected)
         score = self._score(request, seed or example)
@@ -234,6 +269,12 @@ class FocusScheduler(BaseScheduler):
         key = store.push(host, request.priority, score, self._serialize(request, fingerprint))
         store.seen_pending(fingerprint, key)
         self._host_pages[host] += 1
+        if host in self._held:
+            self._held[host] += 1
+            self._held_total += 1
+            self.stats.inc_value("focus/frontier/held_back")
+            self.stats.inc_value("focus/frontier/enqueued")
+            return True
         best = self._best.get(host)
         if best is None or key < best:
             self._place(host)  # new host, or a better best entry: re-rank it
@@ -277,9 +318,37 @@ class FocusScheduler(BaseScheduler):
         self.stats.inc_value(f"focus/frontier/rejected_{kind}")
         return False
 
-    def _rejection(self, request: Request, host: str, seed: bool) -> str | None:
+    def _widen_scope(self, url: str) -> None:
+        if self._seeds_widen_scope:
+            entries = seed_entries(url, self.config.seed_scope)
+        elif self.scope.allowed_domains and self.scope.admits_host(_default_port(url)):
+            entries = seed_entries(url, "port")  # a seed of an allowed host: its port too
+        else:
+            return
+        new = [entry for entry in entries if entry not in self.scope.allowed_domains]
+        if new:
+            self.scope = self.scope.with_entries(new)
+            self._seed_entries.extend(new)
+            # In the transaction the seed's own push commits in: never one without the other.
+            self._store().put_state(_SCOPE_STATE, json.dumps(self._seed_entries).encode())
+
+    def _no_scope(self, request: Request) -> bool:
+        """A request arrived before any seed gave the crawl a scope: everything
+        would be in scope.  The crawl stops rather than wander the web."""
+        self.stats.inc_value("focus/frontier/rejected/no-scope")
+        if not self._closing:
+            logger.error(
+                "No scope to check %s against: no FOCUS_ALLOWED_DOMAINS, no allowed_domains "
+                "on the spider, and no seed (a start request) came first.  Give the crawl a "
+                'seed or allowed domains, or set FOCUS_SEED_SCOPE = "any" to crawl any host.',
+                request.url,
+            )
+            self._stop(NO_SCOPE)
+        return False
+
+    def _rejection(self, request: Request, host: str, uncounted: bool) -> str | None:
         reason = self.scope.rejection(request.url, request.meta.get("depth", 0))
-        if reason is not None or seed:
+        if reason is not None or uncounted:
             return reason
         if self.config.max_pages_per_host and (
             self._host_pages[host] >= self.config.max_pages_per_host
@@ -470,10 +539,16 @@ class FocusScheduler(BaseScheduler):
         """(Re-)place *host* in the ready or the waiting heap by its best entry."""
         gen = self._gen.get(host, 0) + 1
         self._gen[host] = gen
+        if host in self._held:
+            return  # set aside for the rest of the crawl
         best = self._store().best(host)
         self._best[host] = best
         if best is None:
             return  # nothing pending: in no heap until a push places it again
+        held = self.politeness.held_back(host)
+        if held is not None:
+            self._hold(host, held)
+            return
         ready_at = self.politeness.ready_at(host)
         if ready_at <= self.politeness.clock():
             heapq.heappush(self._ready, (best[4:], gen, host))
@@ -483,6 +558,24 @@ class FocusScheduler(BaseScheduler):
             # look again after the in-flight timeout in case none reports back.
             ready_at = self.politeness.clock() + self.politeness.config.in_flight_timeout
         heapq.heappush(self._waiting, (ready_at, gen, host))
+
+    def _hold(self, host: str, why: str) -> None:
+        """Set *host*'s pending entries aside: they stay in the frontier (with
+        JOBDIR, for a later run) but the crawl no longer waits for them."""
+        count = self._store().count_host(host)
+        self._held[host] = count
+        self._held_total += count
+        self._best.pop(host, None)
+        self.stats.inc_value("focus/politeness/held_back")
+        self.stats.inc_value("focus/frontier/held_back", count)
+        logger.warning(
+            "Holding back %s: %s, over FOCUS_MAX_HOST_DELAY (%gs); its %d pending "
+            "request(s) are not fetched in this crawl",
+            host,
+            why,
+            self.politeness.config.max_host_delay,
+            count,
+        )
 
     def _schedule_wake(self) -> None:
         """Ask the engine to call next_request() when the first waiting host is ready."""
@@ -539,11 +632,12 @@ class FocusScheduler(BaseScheduler):
         if response.status == 429 or (
             response.status == 503 and b"Retry-After" in response.headers
         ):
-            wait = self.politeness.backoff(
+            wait = self.politeness.retry_after(
                 host, parse_retry_after(response.headers.get(b"Retry-After"))
             )
-            self.stats.inc_value("focus/politeness/backoff")
-            logger.info("Backing off %s for %.1fs after HTTP %d", host, wait, response.status)
+            if wait != math.inf:  # else held back, and _place says so
+                self.stats.inc_value("focus/politeness/backoff")
+                logger.info("Backing off %s for %.1fs after HTTP %d", host, wait, response.status)
         elif response.status < 400:
             self.politeness.recovered(host)
 
@@ -676,6 +770,19 @@ class FocusScheduler(BaseScheduler):
                 self.model.scorer.model = LinkModel.from_bytes(raw)
             except ValueError:  # from_bytes says so for anything it cannot read
                 logger.warning("Could not restore the link model; starting a new one")
+        scope = self._store().get_state(_SCOPE_STATE)
+        if scope:
+            try:
+                entries = json.loads(scope)
+            except ValueError:
+                entries = None
+            if not isinstance(entries, list):
+                # Going on would crawl with less scope than the first run had.
+                raise ValueError(
+                    f"The frontier in {self._store().path} holds a scope it cannot read; "
+                    "resume from a copy of the job directory or start a new one"
+                )
+            self._seed_entries = _valid_entries(entries, "the frontier's stored scope")
         counters = self._store().get_state("counters")
         if counters:
             self._fetched, self._relevant = (int(x) for x in counters.split(b","))
@@ -692,8 +799,19 @@ class FocusScheduler(BaseScheduler):
         return self.store
 
 
-def _seed_domain(host: str, mode: str) -> str:
-    if mode == "domain":
-        parts = host.split(".")
-        return ".".join(parts[-2:]) if len(parts) > 2 else host
-    return host
+def _valid_entries(entries: Any, where: str) -> list[str]:
+    """The entries that are a domain or domain:port, each canonical; a warning for the others."""
+    valid = []
+    for entry in entries:
+        try:
+            valid.append(scope_entry(entry))
+        except (ValueError, TypeError, AttributeError):
+            logger.warning("Ignoring %r in %s: not a domain or domain:port", entry, where)
+    return valid
+
+
+def _default_port(url: str) -> str:
+    """*url* without its port: is its host in scope on the default ports?"""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()
