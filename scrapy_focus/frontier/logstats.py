@@ -47,11 +47,12 @@ class FocusLogStats:
         fetched = stats.get_value("focus/pages_fetched", 0)
         relevant = stats.get_value("focus/relevant_pages", 0)
         logger.info(
-            "focus: %d pages fetched, %d relevant (harvest rate %.2f), frontier %d pending, "
-            "%d rejected links",
+            "focus: %d pages fetched, %d relevant (harvest rate %.2f), frontier %d pending "
+            "(%d of them held back), %d rejected links",
             fetched,
             relevant,
             relevant / fetched if fetched else 0.0,
             stats.get_value("focus/frontier/size", 0),
+            stats.get_value("focus/frontier/held_back", 0),
             stats.get_value("focus/frontier/rejected_link", 0),
         )
