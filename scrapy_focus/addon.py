@@ -42,6 +42,9 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         for name, value in focus_defaults.defaults().items():
             settings.set(name, value, priority=PRIORITY)
+        # A crawler for the open web asks first, inside a project or not (Scrapy's own
+        # default is False; its project template says True).  A user's False wins.
+        settings.set("ROBOTSTXT_OBEY", True, priority=PRIORITY)
 
         if settings.getbool("FOCUS_CORPUS_ENABLED"):
             settings.set("HTTPCACHE_ENABLED", True, priority=PRIORITY)
