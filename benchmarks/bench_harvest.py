@@ -280,7 +280,8 @@ def crawl(
             command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
             command += ["--max-pages", str(n_max), *common, "-O", "pages.jsonl"]
             if len(hosts) > 1:
-                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={','.join(hosts)}"]
+                allowed = ",".join(farm.allowed_netlocs(spec))
+                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={allowed}"]
             for setting in args.settings:
                 command += ["-s", setting]
         else:

@@ -183,6 +183,7 @@ def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(farm
         "FOCUS_MAX_DEPTH": 2,
         "DOWNLOAD_DELAY": 0.03,
         "CONCURRENT_REQUESTS": 2,
+        "ROBOTSTXT_OBEY": False,  # the corpus and the farm's log hold graph pages only
     }
     command = [
         sys.executable,
