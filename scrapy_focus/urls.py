@@ -322,11 +322,11 @@ class Scope:
             port = parts.port
         except ValueError:
             return False  # a port that is no number is no port of any allowed entry
-        scheme = parts.scheme.lower()
-        if port is None or port == DEFAULT_PORTS.get(scheme):
-            port = None
+        scheme_default = DEFAULT_PORTS.get(parts.scheme.lower())
+        default = port is None or port == scheme_default
+        effective = scheme_default if port is None else port
         for domain, allowed_port, subdomains in self._domains:
-            if allowed_port != port:
+            if not (default if allowed_port is None else allowed_port == effective):
                 continue
             if host == domain or (subdomains and host.endswith("." + domain)):
                 return True

@@ -104,6 +104,8 @@ def test_ports_are_part_of_the_scope():
         assert scope.rejection(url) == "off-domain", url
     assert scope.rejection("http://a.example.org:8080/") is None
     assert scope.rejection("http://example.org/") == "off-domain"
+    # A default port written out is that port.
+    assert Scope(allowed_domains=("example.net:443",)).rejection("https://example.net/") is None
     # A seed admits its own port, and the default ports of its host.
     seeded = Scope().with_entries(seed_entries("http://127.0.0.9:8123/", "host"))
     assert seeded.rejection("http://127.0.0.9:8123/a") is None
