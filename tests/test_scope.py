@@ -3,7 +3,11 @@ that ask for endless waits do not keep a crawl open: real crawls of the hostile 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from urllib.parse import urlencode
 
 from scrapy.utils.test import get_crawler
@@ -149,6 +153,30 @@ def test_pages_due_again_from_the_corpus_keep_to_the_crawls_scope(hostile, tmp_p
     assert second.stats["focus/frontier/rejected/off-domain"] == 1
     assert offscope_hits(hostile.offscope, "/recrawl/") == hits
     assert inside in {item["url"] for item in second.items}
+
+
+def test_pages_released_from_quarantine_keep_to_the_crawls_scope(hostile, tmp_path):
+    outside = hostile.offscope.url("/quarantine/crash.html")  # the extractor fails on it
+    crashing = {"FOCUS_EXTRACT_FUNCTION": "tests.extractors.hang_or_fail"}
+    first = run_crawl(tmp_path, [outside], crashing, **PAGES)
+    assert first.stats["focus/contract/quarantined/extraction-error"] == 1, first.log[-3000:]
+    corpus_dir = tmp_path / ".scrapy" / "httpcache" / "pages"
+    command = [sys.executable, "-m", "scrapy", "focus-quarantine", "release", "--all"]
+    released = subprocess.run(
+        [*command, "--dir", str(corpus_dir)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    )
+    assert f"released {outside}" in released.stdout, released.stderr
+    hits = offscope_hits(hostile.offscope, "/quarantine/")
+
+    second = run_crawl(tmp_path, [hostile.static.url("/articles/33.html")], **PAGES)
+    assert second.stats["focus/requeue/released"] == 1, second.log[-3000:]
+    assert second.stats["focus/frontier/rejected/off-domain"] == 1
+    assert offscope_hits(hostile.offscope, "/quarantine/") == hits
 
 
 # -- 12: a host that asks for an endless wait is held back, and the crawl ends
