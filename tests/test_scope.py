@@ -3,6 +3,7 @@ that ask for endless waits do not keep a crawl open: real crawls of the hostile 
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from urllib.parse import urlencode
 
 from scrapy.utils.test import get_crawler
 
+from scrapy_focus.frontier.politeness import Politeness, PolitenessConfig
 from scrapy_focus.urls import Scope, registrable_domain, scope_entry, seed_entries
 from tests.crawl import run_crawl, run_focus_crawl
 
@@ -206,6 +208,19 @@ def test_hosts_asking_for_endless_waits_are_held_back_and_the_crawl_ends(hostile
     for path in ("/forever/1.html", "/forever/2.html"):
         assert len(hostile.retryforever.hits_for(path)) <= 1
     assert len(hostile.static.hits_for("/articles/41.html")) == 1
+
+
+def test_a_wait_over_the_cap_holds_the_host_back_and_a_shorter_one_is_waited_for():
+    delays = {"slow.example": 100_000_000.0, "polite.example": 5.0}
+    politeness = Politeness(PolitenessConfig(max_host_delay=600.0), delays.get)
+    assert "Crawl-delay of 1e+08s" in (politeness.held_back("slow.example") or "")
+    assert politeness.held_back("polite.example") is None
+    assert politeness.retry_after("busy.example", 100_000_000) == math.inf
+    assert "Retry-After" in (politeness.held_back("busy.example") or "")
+    assert politeness.retry_after("calm.example", 30) == 30
+    assert politeness.held_back("calm.example") is None
+    uncapped = Politeness(PolitenessConfig(max_host_delay=0), delays.get)
+    assert uncapped.held_back("slow.example") is None
 
 
 # -- 19: robots.txt is obeyed by default, outside a project too
