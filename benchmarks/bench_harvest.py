@@ -270,6 +270,9 @@ def crawl(
             "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}",
             "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={CONCURRENCY}",
             "-s", "DOWNLOAD_DELAY=0",
+            # Scrapy's default, which the add-on turns on: every ordering gets the same
+            # budget of pages, none of them a robots.txt (the suite's servers have none)
+            "-s", "ROBOTSTXT_OBEY=False",
             "-s", "TELNETCONSOLE_ENABLED=False",
             "-s", "LOG_LEVEL=INFO",
             "-s", f"HARVEST_FETCH_LOG={log}",
@@ -280,7 +283,8 @@ def crawl(
             command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
             command += ["--max-pages", str(n_max), *common, "-O", "pages.jsonl"]
             if len(hosts) > 1:
-                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={','.join(hosts)}"]
+                allowed = ",".join(farm.allowed_netlocs(spec))
+                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={allowed}"]
             for setting in args.settings:
                 command += ["-s", setting]
         else:

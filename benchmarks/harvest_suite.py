@@ -861,6 +861,14 @@ class Farm:
             hosts.insert(0, "127.0.0.1")
         return tuple(hosts)
 
+    def allowed_netlocs(self, topic: TopicSpec) -> tuple[str, ...]:
+        """The same sites as ``host:port``: FOCUS_ALLOWED_DOMAINS allows only ports 80
+        and 443 of an entry without one (Scrapy's allowed_domains take no port)."""
+        netlocs = [urlsplit(self.servers[name].base).netloc for name in topic.sites()]
+        if topic.site == WEB and self.portal is not None:
+            netlocs.insert(0, self.portal.netloc)
+        return tuple(netlocs)
+
     def key(self, url: str) -> str:
         """The ground-truth key of a URL fetched from this farm; a URL of no
         server here keys by its ``host:port``, which matches no ground truth."""

@@ -49,6 +49,9 @@ class Addon:
             settings.set(name, value, priority=PRIORITY)
         for name, value in focus_defaults.scrapy_defaults().items():
             settings.set(name, value, priority=PRIORITY)
+        # A crawler for the open web asks first, inside a project or not (Scrapy's own
+        # default is False; its project template says True).  A user's False wins.
+        settings.set("ROBOTSTXT_OBEY", True, priority=PRIORITY)
 
         if settings.getbool("FOCUS_CORPUS_ENABLED"):
             settings.set("HTTPCACHE_ENABLED", True, priority=PRIORITY)

@@ -163,9 +163,13 @@ FOCUS_DEADLINE = 0.0
 #: for FOCUS_SATURATION_PAGES dequeues in a row.
 FOCUS_SATURATION_SCORE = 0.0
 FOCUS_SATURATION_PAGES = 0
-#: Scope.  Allowed domains match subdomains too; empty: the spider's
-#: ``allowed_domains``, else the seeds' hosts (FOCUS_SEED_SCOPE "host"), their
-#: registered domains ("domain"), or anything ("any").
+#: Scope.  Allowed domains match subdomains too, on the default ports (80, 443);
+#: ``host:port`` allows another port; Unicode names are matched as IDNA.  Empty:
+#: the spider's ``allowed_domains``, else the seeds' hosts (FOCUS_SEED_SCOPE
+#: "host"), their registrable domains by the Public Suffix List ("domain"), or
+#: anything ("any").  A seed on another port allows that port on its host.  With
+#: neither allowed domains nor "any", a crawl that gets no seed first stops
+#: (close reason ``focus_no_scope``).
 FOCUS_ALLOWED_DOMAINS: list[str] = []
 FOCUS_SEED_SCOPE = "host"
 FOCUS_ALLOWED_PATHS: list[str] = []
@@ -194,6 +198,11 @@ FOCUS_RESCORE_WINDOW = 2000
 #: Backoff after 429/503 without Retry-After: doubles from BASE up to MAX seconds.
 FOCUS_BASE_BACKOFF = 5.0
 FOCUS_MAX_BACKOFF = 600.0
+#: A host asking for a longer wait between requests than this many seconds
+#: (robots.txt ``Crawl-delay``, a ``Retry-After``) is held back: its pending
+#: requests are set aside (kept with JOBDIR) and the crawl ends without them.
+#: 0: wait as long as any host asks.
+FOCUS_MAX_HOST_DELAY = 600.0
 #: Seconds between two "focus:" log lines (harvest rate, frontier size); 0: off.
 FOCUS_LOG_INTERVAL = 30.0
 

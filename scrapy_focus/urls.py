@@ -7,13 +7,16 @@ fingerprint, the same corpus entry and one fetch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import ipaddress
 import re
 import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from weakref import WeakKeyDictionary
 
@@ -192,12 +195,95 @@ _DATE = re.compile(
 )
 
 
+def is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _public_suffixes() -> Any:
+    import tldextract
+
+    # The snapshot bundled with the package: no list fetched over the network, no
+    # cache file written; the private section (github.io, blogspot.com) included,
+    # so one user's site there is not everyone's.
+    return tldextract.TLDExtract(
+        cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def registrable_domain(host: str) -> str:
+    """The registrable domain of *host* by the Public Suffix List (its public or
+    private suffix plus one label: ``www.bbc.co.uk`` → ``bbc.co.uk``,
+    ``alice.github.io`` → itself); the host itself when it is an IP address, a
+    public suffix or a name the list does not know (``localhost``)."""
+    host = idna_host(host)
+    if is_ip_address(host):
+        return host
+    return _public_suffixes()(host).top_domain_under_public_suffix or host
+
+
+def idna_host(host: str) -> str:
+    """*host* lower-cased, its labels in IDNA ASCII form (``bücher.de`` →
+    ``xn--bcher-kva.de``), the form every request URL's host has."""
+    host = host.strip().rstrip(".").lower()
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host  # not a name IDNA can spell: it matches nothing but itself
+
+
+def scope_entry(entry: str) -> str:
+    """An allowed-domain entry in its canonical form: ``host`` or ``host:port``,
+    the host in IDNA ASCII, lower-case.  Raises ValueError for an entry that is
+    not a host with an optional port (a URL, a path, a port that is no number)."""
+    text = entry.strip()
+    if not text or "/" in text or "@" in text:
+        raise ValueError(f"not a domain or domain:port: {entry!r}")
+    host, port = text, ""
+    if text.startswith("["):  # [IPv6] or [IPv6]:port
+        close = text.find("]")
+        host, rest = text[: close + 1], text[close + 1 :]
+        if close < 0 or (rest and not rest.startswith(":")):
+            raise ValueError(f"not a domain or domain:port: {entry!r}")
+        port = rest[1:]
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    elif ":" in text:
+        host = f"[{text}]"  # a bare IPv6 address
+    host = idna_host(host.lstrip("."))
+    if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)):
+        raise ValueError(f"not a domain or domain:port: {entry!r}")
+    return f"{host}:{int(port)}" if port else host
+
+
+def _split_entry(entry: str) -> tuple[str, int | None]:
+    """A canonical entry's host and port (None: the default ports)."""
+    if entry.startswith("["):
+        close = entry.index("]")
+        host, port = entry[: close + 1], entry[close + 2 :]
+    else:
+        host, _, port = entry.partition(":")
+    return host, int(port) if port else None
+
+
 @dataclass(frozen=True)
 class Scope:
     """Which URLs a crawl may fetch, and the crawler-trap guards.
 
     Stateless rules only; the counting guards (pages per host, query variants
     per path) live in the scheduler, which sees every URL.
+
+    An allowed-domain entry ``example.com`` admits that host and its subdomains
+    on the default port of the URL's scheme (80 for http, 443 for https);
+    ``example.com:8080`` admits them on port 8080.  An IP address admits only
+    itself.  Entries are canonical (:func:`scope_entry`: IDNA ASCII, lower-case).
     """
 
     allowed_domains: tuple[str, ...] = ()  # empty: any; entries match subdomains too
@@ -211,10 +297,51 @@ class Scope:
     max_query_params: int = 12
     years: tuple[int, int] = (1900, time.gmtime().tm_year + 2)  # outside: calendar trap
 
-    def with_domain(self, host: str) -> Scope:
-        if host in self.allowed_domains:
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "allowed_domains", tuple(dict.fromkeys(map(scope_entry, self.allowed_domains)))
+        )
+
+    @cached_property
+    def _domains(self) -> tuple[tuple[str, int | None, bool], ...]:
+        """(host, port or None for the default ports, whether subdomains match)."""
+        domains = []
+        for entry in self.allowed_domains:
+            host, port = _split_entry(entry)
+            domains.append((host, port, not is_ip_address(host)))
+        return tuple(domains)
+
+    def with_domain(self, entry: str) -> Scope:
+        return self.with_entries((entry,))
+
+    def with_entries(self, entries: Iterable[str]) -> Scope:
+        """This scope with *entries* (``host`` or ``host:port``) allowed as well."""
+        added = tuple(e for e in map(scope_entry, entries) if e not in self.allowed_domains)
+        if not added:
             return self
-        return replace(self, allowed_domains=(*self.allowed_domains, host))
+        return replace(self, allowed_domains=(*self.allowed_domains, *added))
+
+    def admits_host(self, url: str) -> bool:
+        """Whether *url*'s host and port are allowed (True when no domain is listed)."""
+        if not self.allowed_domains:
+            return True
+        parts = urlsplit(url)
+        host = idna_host(parts.hostname or "")
+        if ":" in host:
+            host = f"[{host}]"  # as entries spell an IPv6 address
+        try:
+            port = parts.port
+        except ValueError:
+            return False  # a port that is no number is no port of any allowed entry
+        scheme_default = DEFAULT_PORTS.get(parts.scheme.lower())
+        default = port is None or port == scheme_default
+        effective = scheme_default if port is None else port
+        for domain, allowed_port, subdomains in self._domains:
+            if not (default if allowed_port is None else allowed_port == effective):
+                continue
+            if host == domain or (subdomains and host.endswith("." + domain)):
+                return True
+        return False
 
     def rejection(self, url: str, depth: int = 0) -> str | None:
         """Why *url* is out of scope or a trap, or None if it may be fetched."""
@@ -223,10 +350,7 @@ class Scope:
         parts = urlsplit(url)
         if parts.scheme not in self.schemes:
             return "scheme"
-        host = (parts.hostname or "").lower()
-        if self.allowed_domains and not any(
-            host == domain or host.endswith("." + domain) for domain in self.allowed_domains
-        ):
+        if not self.admits_host(url):
             return "off-domain"
         if self.allowed_paths and not parts.path.startswith(self.allowed_paths):
             return "off-path"
@@ -254,3 +378,29 @@ class Scope:
 
 def host_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
+
+
+def seed_entries(url: str, mode: str) -> tuple[str, ...]:
+    """What a seed adds to a crawl's allowed domains (``FOCUS_SEED_SCOPE``).
+
+    ``"host"``: its host; ``"domain"``: its registrable domain
+    (:func:`registrable_domain`); ``"port"``: nothing but its own port, for a
+    crawl whose domains are given.  A seed on a port other than its scheme's
+    default also admits that port (``host:8080``); the default ports stay in.
+    """
+    parts = urlsplit(url)
+    host = idna_host(parts.hostname or "")
+    if not host:
+        return ()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port == DEFAULT_PORTS.get(parts.scheme.lower()):
+        port = None
+    if mode == "port":
+        return (f"{host}:{port}",) if port is not None else ()
+    domain = registrable_domain(host) if mode == "domain" else host
+    return (domain, f"{domain}:{port}") if port is not None else (domain,)

@@ -799,6 +799,66 @@ class BulkSite(Site):
         )
 
 
+# -- scope and host politeness (issue 11: a resumed crawl's scope, the corpus's
+#    requeued pages, hosts that ask for endless waits) ------------------------------
+
+HOST_DELAY_FOREVER = 100_000_000  # seconds: three years
+
+
+class OffScopeSite(Site):
+    """Any path is an article: the host other sites link to and no crawl scoped
+    elsewhere may reach; tests count its hits."""
+
+    name = "offscope"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/robots.txt":
+            return _not_found()
+        return _page(article_page(13_000 + sum(map(ord, request.path))))
+
+
+class CrawlDelaySite(Site):
+    """robots.txt asks for a ``Crawl-delay`` of three years; ``/articles/N.html``."""
+
+    name = "crawldelay"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/robots.txt":
+            robots = f"User-agent: *\nCrawl-delay: {HOST_DELAY_FOREVER}\n"
+            return Page(robots.encode(), 200, {"Content-Type": "text/plain"})
+        n = _number(request.path, "/articles/")
+        return _page(article_page(14_000 + n)) if n is not None else _not_found()
+
+
+class RobotsSite(Site):
+    """robots.txt disallows ``/private/``; ``/private/N.html`` and ``/articles/N.html``."""
+
+    name = "robots"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/robots.txt":
+            return Page(
+                b"User-agent: *\nDisallow: /private/\n", 200, {"Content-Type": "text/plain"}
+            )
+        n = _number(request.path, "/articles/")
+        if n is None:
+            n = _number(request.path, "/private/")
+        return _page(article_page(15_000 + n)) if n is not None else _not_found()
+
+
+class RetryForeverSite(Site):
+    """Every page but robots.txt: 503 with a ``Retry-After`` of three years."""
+
+    name = "retryforever"
+
+    def route(self, request: FarmRequest) -> Page:
+        if request.path == "/robots.txt":
+            return _not_found()
+        return _page(
+            "<html><body>Come back later</body></html>", 503, Retry_After=str(HOST_DELAY_FOREVER)
+        )
+
+
 SITES: list[Callable[[str], Site]] = [
     StaticSite,
     SpaSite,
@@ -822,6 +882,10 @@ SITES: list[Callable[[str], Site]] = [
     TrapSite,
     ArchiveSite,
     BulkSite,
+    OffScopeSite,
+    CrawlDelaySite,
+    RobotsSite,
+    RetryForeverSite,
 ]
 
 

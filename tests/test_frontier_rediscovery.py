@@ -43,6 +43,8 @@ def open_scheduler(tmp_path: Path, **settings: Any) -> Iterator[FocusScheduler]:
             "FOCUS_TOPIC": "concurrent execution with threads, processes and locks",
             "DOWNLOAD_DELAY": 0,
             "CONCURRENT_REQUESTS_PER_DOMAIN": 1000,
+            # No seed comes first here: without a scope the frontier refuses every link.
+            "FOCUS_ALLOWED_DOMAINS": [SITE.split("//", 1)[1]],
             **settings,
         },
     )

@@ -55,6 +55,9 @@ SETTINGS: dict[str, Any] = {
     "FOCUS_HISTORY_PROBE_RATE": 0.0,
     "FOCUS_BROWSER_MAX_PAGES": 2,
     "FOCUS_BROWSER_CONTEXT_PAGES": 3,
+    # The sites' hits and the ladder's counts are of pages: no robots.txt among them
+    # (the add-on obeys it by default; tests/test_scope.py pins that).
+    "ROBOTSTXT_OBEY": False,
 }
 SPA_LEARNT = range(8)  # SPA pages of the first crawl; the second crawl takes the next ones
 FIXABLE_LEARNT = range(1, 9)

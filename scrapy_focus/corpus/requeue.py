@@ -5,8 +5,12 @@ Two kinds of page re-enter the crawl, each explicitly and once per crawl:
 * quarantined pages a person released with ``scrapy focus-quarantine release``;
 * with ``FOCUS_RECRAWL``, pages whose adaptive re-fetch time has come.
 
-They are yielded before the spider's own start requests, with
-``meta["focus_refresh"] = True`` so the corpus serves them fresh, not cached.
+They are yielded after the spider's own start requests, with
+``meta["focus_refresh"] = True`` so the corpus serves them fresh, not cached,
+and ``meta["focus_requeue"]`` saying why.  The scheduler checks them against
+the crawl's scope like any link (the seeds have set it by then): a corpus
+never widens a crawl.  A crawl with no seeds and no allowed domains (a
+re-crawl of the corpus alone) takes them as its seeds.
 """
 
 from __future__ import annotations
@@ -43,10 +47,12 @@ class CorpusRequeueMiddleware:
         return cls(crawler)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        for request in self._due_requests():
-            yield request
         async for item_or_request in start:
             yield item_or_request
+        # Last: the engine enqueues each start request as it comes, so by now the
+        # seeds have given the scope these pages are checked against.
+        for request in self._due_requests():
+            yield request
 
     def _due_requests(self) -> list[Request]:
         spider = self.crawler.spider

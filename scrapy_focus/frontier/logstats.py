@@ -46,12 +46,14 @@ class FocusLogStats:
         stats = self.crawler.stats
         fetched = stats.get_value("focus/pages_fetched", 0)
         relevant = stats.get_value("focus/relevant_pages", 0)
+        held = stats.get_value("focus/frontier/held_back", 0)
         logger.info(
-            "focus: %d pages fetched, %d relevant (harvest rate %.2f), frontier %d pending, "
+            "focus: %d pages fetched, %d relevant (harvest rate %.2f), frontier %d pending%s, "
             "%d rejected links",
             fetched,
             relevant,
             relevant / fetched if fetched else 0.0,
             stats.get_value("focus/frontier/size", 0),
+            f" ({held} of them held back)" if held else "",
             stats.get_value("focus/frontier/rejected_link", 0),
         )

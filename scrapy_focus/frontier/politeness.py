@@ -11,6 +11,11 @@ at which the scheduler may hand out a request for *host*:
   bounded by ``FOCUS_MAX_BACKOFF``).  The engine ladder shares this object
   (:func:`politeness_for`) so both back off from the same host state.
 
+A host that asks for more than ``FOCUS_MAX_HOST_DELAY`` seconds between two
+requests (its robots.txt ``Crawl-delay``, or one ``Retry-After``) is *held back*
+(:meth:`Politeness.held_back` says why): the crawl does not wait for it, and
+the scheduler sets its pending requests aside for the rest of the crawl.
+
 "Last request" is the later of when the scheduler handed out the host's last
 request and when the host's last network request finished (left the
 downloader).  Measuring from the end of a fetch is what makes the guarantee
@@ -42,6 +47,7 @@ class PolitenessConfig:
     in_flight_timeout: float = 180.0 + 30.0  # DOWNLOAD_TIMEOUT + margin: leaked leases expire
     base_backoff: float = 5.0
     max_backoff: float = 600.0
+    max_host_delay: float = 600.0  # a host asking for more is held back; 0: no cap
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessConfig:
@@ -53,6 +59,7 @@ class PolitenessConfig:
             in_flight_timeout=settings.getfloat("DOWNLOAD_TIMEOUT", 180) + 30,
             base_backoff=settings.getfloat("FOCUS_BASE_BACKOFF", 5.0),
             max_backoff=settings.getfloat("FOCUS_MAX_BACKOFF", 600.0),
+            max_host_delay=settings.getfloat("FOCUS_MAX_HOST_DELAY", 600.0),
         )
 
 
@@ -64,6 +71,7 @@ class HostState:
     backoff_until: float = -math.inf
     backoff_level: int = 0
     crawl_delay: float | None = None
+    held: str | None = None  # why the crawl no longer waits for this host
 
 
 class Politeness:
@@ -95,6 +103,8 @@ class Politeness:
         state = self._host(host)
         if state.crawl_delay is None:
             state.crawl_delay = self._crawl_delay(host)
+            if state.crawl_delay is not None and self._over_cap(state.crawl_delay):
+                state.held = f"robots.txt asks for a Crawl-delay of {state.crawl_delay:g}s"
         slot = self.config.slots.get(host) or {}
         delay = float(slot.get("delay", self.config.delay))
         return max(delay, state.crawl_delay or 0.0)
@@ -124,6 +134,15 @@ class Politeness:
 
     def is_ready(self, host: str) -> bool:
         return self.ready_at(host) <= self.clock()
+
+    def held_back(self, host: str) -> str | None:
+        """Why the crawl no longer waits for *host* (it asked for more than
+        ``FOCUS_MAX_HOST_DELAY`` between requests), or None."""
+        self.delay(host)  # a Crawl-delay parsed since the last look counts now
+        return self._host(host).held
+
+    def _over_cap(self, seconds: float) -> bool:
+        return bool(self.config.max_host_delay) and seconds > self.config.max_host_delay
 
     # -- the life of a request
 
@@ -174,6 +193,17 @@ class Politeness:
         wait = max(0.0, min(wait, self.config.max_backoff))
         state.backoff_until = max(state.backoff_until, self.clock() + wait)
         return wait
+
+    def retry_after(self, host: str, seconds: float | None) -> float:
+        """The host answered 429/503, asking for *seconds* (its ``Retry-After``, None
+        if it gave none): back off, or hold the host back if it asked for more than
+        ``FOCUS_MAX_HOST_DELAY``.  Returns the wait (``inf`` when held back)."""
+        if seconds is not None and self._over_cap(seconds):
+            state = self._host(host)
+            state.held = state.held or f"it answered Retry-After: {seconds:g}s"
+            state.backoff_until = math.inf
+            return math.inf
+        return self.backoff(host, seconds)
 
     def recovered(self, host: str) -> None:
         self._host(host).backoff_level = 0

@@ -45,7 +45,7 @@ import math
 import pickle
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -63,7 +63,7 @@ from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, 
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
 from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.signals import PAGE_ITEMS_KEY, PAGE_OUTPUT_KEY, PageOutput
-from scrapy_focus.urls import Scope, host_of
+from scrapy_focus.urls import Scope, host_of, scope_entry, seed_entries
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -88,6 +88,9 @@ _QUEUE_SETTINGS = (
     "SCHEDULER_START_MEMORY_QUEUE",
     "SCHEDULER_START_DISK_QUEUE",
 )
+_SCOPE_STATE = "scope"  # the allowed-domain entries the seeds added, as a JSON list
+NO_SCOPE = "focus_no_scope"  # the close reason of a crawl that has no scope to keep to
+SEED_SCOPES = ("host", "domain", "any")
 
 
 @dataclass(frozen=True)
@@ -115,10 +118,19 @@ class FrontierConfig:
     def from_settings(cls, settings: BaseSettings) -> FrontierConfig:
         import re
 
+        seed_scope = settings.get("FOCUS_SEED_SCOPE", "host")
+        if seed_scope not in SEED_SCOPES:
+            raise ValueError(
+                f"FOCUS_SEED_SCOPE must be one of {', '.join(SEED_SCOPES)}, not {seed_scope!r}"
+            )
+        try:
+            allowed = Scope(allowed_domains=tuple(settings.getlist("FOCUS_ALLOWED_DOMAINS")))
+        except ValueError as exc:
+            raise ValueError(f"FOCUS_ALLOWED_DOMAINS: {exc}") from None
         return cls(
             jobdir=settings.get("JOBDIR") or None,
             scope=Scope(
-                allowed_domains=tuple(d.lower() for d in settings.getlist("FOCUS_ALLOWED_DOMAINS")),
+                allowed_domains=allowed.allowed_domains,
                 allowed_paths=tuple(settings.getlist("FOCUS_ALLOWED_PATHS")),
                 denied=tuple(re.compile(p) for p in settings.getlist("FOCUS_DENY")),
                 schemes=tuple(settings.getlist("FOCUS_SCHEMES") or ["http", "https"]),
@@ -127,7 +139,7 @@ class FrontierConfig:
                 max_repeated_segment=settings.getint("FOCUS_MAX_REPEATED_SEGMENT", 2),
                 max_query_params=settings.getint("FOCUS_MAX_QUERY_PARAMS", 12),
             ),
-            seed_scope=settings.get("FOCUS_SEED_SCOPE", "host"),
+            seed_scope=seed_scope,
             max_pages=settings.getint("FOCUS_MAX_PAGES"),
             max_relevant_pages=settings.getint("FOCUS_MAX_RELEVANT_PAGES"),
             deadline=settings.getfloat("FOCUS_DEADLINE"),
@@ -190,6 +202,10 @@ class FocusScheduler(BaseScheduler):
         self.dupefilter: BaseDupeFilter | None = None
         self._duplicate_log: BaseDupeFilter | None = None  # logs and counts as Scrapy's
         self._log_unserializable = config.log_unserializable
+        self._seed_entries: list[str] = []  # what the seeds added to the scope, persisted
+        # host → its entries set aside: the host asked for more than FOCUS_MAX_HOST_DELAY
+        self._held: dict[str, int] = {}
+        self._held_total = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -221,13 +237,18 @@ class FocusScheduler(BaseScheduler):
             )
         # Scope: FOCUS_ALLOWED_DOMAINS, else the spider's allowed_domains, else
         # the seeds' hosts (FOCUS_SEED_SCOPE = "host" | "domain"; "any": no limit).
-        spider_domains = tuple(d.lower() for d in getattr(spider, "allowed_domains", None) or ())
-        if not self.scope.allowed_domains and spider_domains:
-            self.scope = replace(self.scope, allowed_domains=spider_domains)
+        if not self.scope.allowed_domains:
+            self.scope = self.scope.with_entries(
+                _valid_entries(getattr(spider, "allowed_domains", None) or (), "allowed_domains")
+            )
         self._seeds_widen_scope = not self.scope.allowed_domains and self.config.seed_scope != "any"
         directory = Path(self.config.jobdir, "focus-frontier") if self.config.jobdir else None
         self.store = LmdbFrontierStore(directory, on_error=self._storage_failed)
         self._restore()
+        # What the seeds of the first run added: a resumed crawl keeps to the same
+        # scope whether or not its seeds come again (dropped as duplicates, or none).
+        if self._seed_entries:
+            self.scope = self.scope.with_entries(self._seed_entries)
         for host in self.store.hosts():
             self._place(host)
         resumed = len(self.store)
@@ -289,10 +310,11 @@ class FocusScheduler(BaseScheduler):
         storage_failed(self.crawler, error)
 
     def has_pending_requests(self) -> bool:
-        return self.store is not None and len(self.store) > 0
+        # Entries of held-back hosts wait for no one: the crawl may end without them.
+        return len(self) > 0
 
     def __len__(self) -> int:
-        return len(self.store) if self.store is not None else 0
+        return len(self.store) - self._held_total if self.store is not None else 0
 
     def enqueue_request(self, request: Request) -> bool:
         output = request.meta.pop(PAGE_OUTPUT_KEY, None)
@@ -307,6 +329,24 @@ class FocusScheduler(BaseScheduler):
 
     def _enqueue(self, request: Request) -> bool:
         store = self._store()
+        meta = request.meta
+        redirected = "redirect_urls" in meta
+        example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
+        # A page the corpus sends back is a seed only of a crawl that has no other
+        # (a re-crawl of the corpus alone); else it keeps to this crawl's scope.
+        requeued = "focus_requeue" in meta and not redirected
+        seed = ("depth" not in meta and "focus" not in meta and not redirected and not example) or (
+            requeued and self._seeds_widen_scope and not self.scope.allowed_domains
+        )
+        # A user's request for something other than a web page (data:, file:, ftp:,
+        # an unknown scheme) is the downloader's to fetch or refuse, as in Scrapy.
+        web = urlsplit(request.url).scheme in _WEB_SCHEMES
+        # The scope grows before the duplicate check: a seed seen before (a resumed
+        # crawl) still says what the crawl may fetch.
+        if seed and web:
+            self._widen_scope(request.url)
+        elif web and self._seeds_widen_scope and not self.scope.allowed_domains and not example:
+            return self._no_scope(request)
         fingerprint = self._fingerprint(request)
         # Every request marks its page seen (seeds and re-fetches too, so a link
         # to them later is a duplicate); only dont_filter skips the check.
@@ -323,18 +363,13 @@ class FocusScheduler(BaseScheduler):
                 self._duplicate_log.log(request, self.spider)
             self._rediscovered(request, fingerprint)
             return False
-        meta = request.meta
         host = _queue_host(request.url)
-        redirected = "redirect_urls" in meta
-        example = bool(meta.get("focus_example"))  # a topic example: fetched, never a seed
-        seed = "depth" not in meta and "focus" not in meta and not redirected and not example
-        web = urlsplit(request.url).scheme in _WEB_SCHEMES
-        if seed and web and self._seeds_widen_scope:
-            self.scope = self.scope.with_domain(_seed_domain(host, self.config.seed_scope))
-        # A user's request for something other than a web page (data:, file:, ftp:,
-        # an unknown scheme) is the downloader's to fetch or refuse, as in Scrapy.
-        trusted = ((meta.get("focus_refresh") or example) and not redirected) or (seed and not web)
-        reason = None if trusted else self._rejection(request, host, seed)
+        # A topic example is the user's own URL; a re-issue of an admitted request
+        # (retry, escalation, corpus re-fetch) is checked against the scope again
+        # but not counted again by the trap guards.
+        uncounted = seed or (bool(meta.get("focus_refresh")) and not redirected)
+        trusted = (example and not redirected) or (seed and not web)
+        reason = None if trusted else self._rejection(request, host, uncounted)
         if reason is not None:
             return self._reject(reason, redirected)
         score = self._score(request, seed or example)
@@ -348,6 +383,12 @@ class FocusScheduler(BaseScheduler):
         store.seen_pending(fingerprint, key)
         self._count_scheduled("enqueued", payload)
         self._host_pages[host] += 1
+        if host in self._held:
+            self._held[host] += 1
+            self._held_total += 1
+            self.stats.inc_value("focus/frontier/held_back")
+            self.stats.inc_value("focus/frontier/enqueued")
+            return True
         best = self._best.get(host)
         if best is None or key < best:
             self._place(host)  # new host, or a better best entry: re-rank it
@@ -397,9 +438,37 @@ class FocusScheduler(BaseScheduler):
         self.stats.inc_value(f"focus/frontier/rejected_{kind}")
         return False
 
-    def _rejection(self, request: Request, host: str, seed: bool) -> str | None:
+    def _widen_scope(self, url: str) -> None:
+        if self._seeds_widen_scope:
+            entries = seed_entries(url, self.config.seed_scope)
+        elif self.scope.allowed_domains and self.scope.admits_host(_default_port(url)):
+            entries = seed_entries(url, "port")  # a seed of an allowed host: its port too
+        else:
+            return
+        new = [entry for entry in entries if entry not in self.scope.allowed_domains]
+        if new:
+            self.scope = self.scope.with_entries(new)
+            self._seed_entries.extend(new)
+            # In the transaction the seed's own push commits in: never one without the other.
+            self._store().put_state(_SCOPE_STATE, json.dumps(self._seed_entries).encode())
+
+    def _no_scope(self, request: Request) -> bool:
+        """A request arrived before any seed gave the crawl a scope: everything
+        would be in scope.  The crawl stops rather than wander the web."""
+        self.stats.inc_value("focus/frontier/rejected/no-scope")
+        if not self._closing:
+            logger.error(
+                "No scope to check %s against: no FOCUS_ALLOWED_DOMAINS, no allowed_domains "
+                "on the spider, and no seed (a start request) came first.  Give the crawl a "
+                'seed or allowed domains, or set FOCUS_SEED_SCOPE = "any" to crawl any host.',
+                request.url,
+            )
+            self._stop(NO_SCOPE)
+        return False
+
+    def _rejection(self, request: Request, host: str, uncounted: bool) -> str | None:
         reason = self.scope.rejection(request.url, request.meta.get("depth", 0))
-        if reason is not None or seed:
+        if reason is not None or uncounted:
             return reason
         if self.config.max_pages_per_host and (
             self._host_pages[host] >= self.config.max_pages_per_host
@@ -616,10 +685,16 @@ class FocusScheduler(BaseScheduler):
         """(Re-)place *host* in the ready or the waiting heap by its best entry."""
         gen = self._gen.get(host, 0) + 1
         self._gen[host] = gen
+        if host in self._held:
+            return  # set aside for the rest of the crawl
         best = self._store().best(host)
         self._best[host] = best
         if best is None:
             return  # nothing pending: in no heap until a push places it again
+        held = self.politeness.held_back(host)
+        if held is not None:
+            self._hold(host, held)
+            return
         ready_at = self.politeness.ready_at(host)
         if ready_at <= self.politeness.clock():
             heapq.heappush(self._ready, (best[4:], gen, host))
@@ -629,6 +704,24 @@ class FocusScheduler(BaseScheduler):
             # look again after the in-flight timeout in case none reports back.
             ready_at = self.politeness.clock() + self.politeness.config.in_flight_timeout
         heapq.heappush(self._waiting, (ready_at, gen, host))
+
+    def _hold(self, host: str, why: str) -> None:
+        """Set *host*'s pending entries aside: they stay in the frontier (with
+        JOBDIR, for a later run) but the crawl no longer waits for them."""
+        count = self._store().count_host(host)
+        self._held[host] = count
+        self._held_total += count
+        self._best.pop(host, None)
+        self.stats.inc_value("focus/politeness/held_back")
+        self.stats.inc_value("focus/frontier/held_back", count)
+        logger.warning(
+            "Holding back %s: %s, over FOCUS_MAX_HOST_DELAY (%gs); its %d pending "
+            "request(s) are not fetched in this crawl",
+            host,
+            why,
+            self.politeness.config.max_host_delay,
+            count,
+        )
 
     def _schedule_wake(self) -> None:
         """Ask the engine to call next_request() when the first waiting host is ready."""
@@ -685,11 +778,12 @@ class FocusScheduler(BaseScheduler):
         if response.status == 429 or (
             response.status == 503 and b"Retry-After" in response.headers
         ):
-            wait = self.politeness.backoff(
+            wait = self.politeness.retry_after(
                 host, parse_retry_after(response.headers.get(b"Retry-After"))
             )
-            self.stats.inc_value("focus/politeness/backoff")
-            logger.info("Backing off %s for %.1fs after HTTP %d", host, wait, response.status)
+            if wait != math.inf:  # else held back, and _place says so
+                self.stats.inc_value("focus/politeness/backoff")
+                logger.info("Backing off %s for %.1fs after HTTP %d", host, wait, response.status)
         elif response.status < 400:
             self.politeness.recovered(host)
 
@@ -856,6 +950,19 @@ class FocusScheduler(BaseScheduler):
                 self.model.scorer.model = LinkModel.from_bytes(raw)
             except ValueError:  # from_bytes says so for anything it cannot read
                 logger.warning("Could not restore the link model; starting a new one")
+        scope = self._store().get_state(_SCOPE_STATE)
+        if scope:
+            try:
+                entries = json.loads(scope)
+            except ValueError:
+                entries = None
+            if not isinstance(entries, list):
+                # Going on would crawl with less scope than the first run had.
+                raise ValueError(
+                    f"The frontier in {self._store().path} holds a scope it cannot read; "
+                    "resume from a copy of the job directory or start a new one"
+                )
+            self._seed_entries = _valid_entries(entries, "the frontier's stored scope")
         counters = self._store().get_state("counters")
         if counters:
             self._fetched, self._relevant = (int(x) for x in counters.split(b","))
@@ -883,8 +990,19 @@ def _queue_host(url: str) -> str:
     return host_of(url) or urlsplit(url).scheme + ":"
 
 
-def _seed_domain(host: str, mode: str) -> str:
-    if mode == "domain":
-        parts = host.split(".")
-        return ".".join(parts[-2:]) if len(parts) > 2 else host
-    return host
+def _valid_entries(entries: Any, where: str) -> list[str]:
+    """The entries that are a domain or domain:port, each canonical; a warning for the others."""
+    valid = []
+    for entry in entries:
+        try:
+            valid.append(scope_entry(entry))
+        except (ValueError, TypeError, AttributeError):
+            logger.warning("Ignoring %r in %s: not a domain or domain:port", entry, where)
+    return valid
+
+
+def _default_port(url: str) -> str:
+    """*url* without its port: is its host in scope on the default ports?"""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()

@@ -395,6 +395,21 @@ class LmdbFrontierStore:
         self._txn_now().put(name.encode(), value, db=self._state)
         self._wrote()
 
+    def count_host(self, host: str) -> int:
+        """How many entries of *host* are queued (a walk over its keys)."""
+        host_id = self.host_ids.get(host)
+        if host_id is None:
+            return 0
+        prefix = _HOST_ID.pack(host_id)
+        cursor = self._queue_cursor()
+        count = 0
+        if cursor.set_range(prefix):
+            for key in cursor.iternext(keys=True, values=False):
+                if key[:4] != prefix:
+                    break
+                count += 1
+        return count
+
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to *limit* best entries of *host* (key, payload), for re-scoring."""
         host_id = self.host_ids.get(host)
