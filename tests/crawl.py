@@ -43,7 +43,7 @@ def crawl_command(
         "runspider",
         str(SPIDERS / spider),
         "-a",
-        "urls=" + ",".join(urls),
+        "urls=" + " ".join(urls),  # a space: URLs never hold one, data: URLs hold commas
         "-a",
         f"follow={int(follow)}",
         "-o",

@@ -115,6 +115,8 @@ class LmdbCacheStorage:
 
     def __init__(self, settings: BaseSettings) -> None:
         self.config = CorpusConfig.from_settings(settings)
+        # Scrapy's storages expose their HTTPCACHE_EXPIRATION_SECS under this name.
+        self.expiration_secs = self.config.expiration_secs
         self._db_options = self.config.db_options()  # an unknown codec fails here, at start-up
         self.db: CorpusDB | None = None
         self._fingerprinter: Any = None
@@ -154,11 +156,12 @@ class LmdbCacheStorage:
             return None
         try:
             found = db.latest_with_body(self._fingerprinter.fingerprint(request))
-        except CorruptRecord as exc:
-            # A miss: the download that follows stores a good record in its place.
+        except CorruptRecord:
+            # Raised, as Scrapy's storages do: HttpCacheMiddleware logs it and treats it
+            # as a miss (httpcache/retrieve_error), and the download that follows
+            # stores a good record in its place.
             self._inc("focus/corpus/corrupt_record")
-            logger.warning("Corpus record of %s is damaged, fetching it again: %s", request, exc)
-            return None
+            raise
         if found is None:
             return None
         version, body = found

@@ -95,6 +95,9 @@ except ImportError:  # pragma: no cover
     pass
 
 
+#: The schemes the engines fetch: the ladder leaves any other to Scrapy's handlers.
+_WEB_SCHEMES = ("http", "https")
+
 #: A streak of right start engines past which a domain is no longer held back.
 _SETTLED = 16
 
@@ -173,6 +176,10 @@ class EngineLadderMiddleware:
         return engine, ("probe" if probe else "history")
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
+        if urlsplit(request.url).scheme not in _WEB_SCHEMES:
+            # data:, file:, ftp:, an unknown scheme: Scrapy's own handler fetches it or
+            # fails with NotSupported; no browser is the better engine for it.
+            return None
         meta = request.meta
         if "focus_trace" not in meta:
             engine, why = self.choose(request)

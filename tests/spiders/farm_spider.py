@@ -1,6 +1,6 @@
 """A plain spider the tests run with ``scrapy runspider`` against the farm.
 
-Arguments: ``-a urls=URL[,URL...]`` start URLs, ``-a follow=1`` follow links.
+Arguments: ``-a urls="URL [URL...]"`` start URLs, ``-a follow=1`` follow links.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class FarmSpider(scrapy.Spider):
 
     def __init__(self, urls: str = "", follow: str = "0", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.start_urls = [url for url in urls.split(",") if url]
+        self.start_urls = urls.split()
         self.follow = follow == "1"
 
     async def start(self) -> AsyncIterator[scrapy.Request]:

@@ -1,6 +1,6 @@
 """A spider that yields scrapy-focus page items, for pipeline and extraction tests.
 
-Arguments: ``-a urls=URL[,URL...]``, ``-a follow=1``, ``-a probe=1`` (yield, instead
+Arguments: ``-a urls="URL [URL...]"``, ``-a follow=1``, ``-a probe=1`` (yield, instead
 of page items, where the extraction ran: worker and callback process/thread).
 """
 
@@ -21,7 +21,7 @@ class PageSpider(scrapy.Spider):
 
     def __init__(self, urls: str = "", follow: str = "0", probe: str = "0", **kwargs: Any):
         super().__init__(**kwargs)
-        self.start_urls = [url for url in urls.split(",") if url]
+        self.start_urls = urls.split()
         self.follow = follow == "1"
         self.probe = probe == "1"
 

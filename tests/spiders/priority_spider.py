@@ -13,7 +13,7 @@ class PrioritySpider(scrapy.Spider):
 
     def __init__(self, urls: str = "", follow: str = "0", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.start_urls = [url for url in urls.split(",") if url]
+        self.start_urls = urls.split()
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.start_urls:
