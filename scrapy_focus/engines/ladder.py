@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
@@ -84,9 +84,14 @@ _DROP_ON_ESCALATION = (
     "focus_prejudged",
     "retry_times",
 )
-# No engine reaches a host whose name does not resolve or whose port is closed;
-# timeouts and dropped connections (a common anti-bot answer) do escalate.
-_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (DNSLookupError, ConnectionRefusedError)
+# No engine reaches a host whose name does not resolve or whose port is closed,
+# nor makes a page smaller than DOWNLOAD_MAXSIZE (DownloadCancelledError); timeouts
+# and dropped connections (a common anti-bot answer) do escalate.
+_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (
+    DNSLookupError,
+    ConnectionRefusedError,
+    DownloadCancelledError,
+)
 try:  # Scrapy >= 2.14 wraps them in its own exceptions
     from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
 
