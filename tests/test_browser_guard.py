@@ -20,7 +20,7 @@ from scrapy.settings import Settings
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.engines.handler import available_engines, chromium_args, sandbox_unavailable
 from tests.hostile import LINGER_DELAY, HostileWeb
-from tests.test_ladder import CHROMIUM, Crawl, crawl
+from tests.test_ladder import CHROMIUM, FIREFOX, Crawl, crawl
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="needs Debian's chromium (see .ci/setup)"
@@ -56,13 +56,24 @@ def corpus_on_host(result: Crawl, netloc: str) -> list[str]:
     return found
 
 
-def browser_crawl(tmp_path: Path, seeds: list[str], start: str, **settings: Any) -> Crawl:
-    """A crawl whose pages on *start* start on Chromium (the last engine)."""
+#: Both browser engines: the guard is one mechanism, in the handler they share.
+BROWSERS = [
+    "chromium",
+    pytest.param(
+        "stealth", marks=pytest.mark.skipif(not os.path.exists(FIREFOX), reason="needs firefox-esr")
+    ),
+]
+
+
+def browser_crawl(
+    tmp_path: Path, seeds: list[str], start: str, engine: str = "chromium", **settings: Any
+) -> Crawl:
+    """A crawl whose pages on *start* start on *engine* (the last one)."""
     return crawl(
         tmp_path,
         seeds,
-        FOCUS_ENGINES="http,chromium",
-        FOCUS_ENGINE_DOMAINS={start: "chromium"},
+        FOCUS_ENGINES=f"http,{engine}",
+        FOCUS_ENGINE_DOMAINS={start: engine},
         **settings,
     )
 
@@ -70,44 +81,49 @@ def browser_crawl(tmp_path: Path, seeds: list[str], start: str, **settings: Any)
 # -- 1. scope ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", BROWSERS)
 def test_script_leaving_scope_after_a_403_is_a_redirect_the_scheduler_rejects(
-    hostile: HostileWeb, tmp_path: Path
+    hostile: HostileWeb, tmp_path: Path, engine: str
 ) -> None:
     escape, outside = hostile.escape, hostile.recorder
     outside.received.clear()
     target = outside.url("/stolen.html")
     result = crawl(
-        tmp_path, [escape.hub(f"/blocked.html?to={target}")], FOCUS_ENGINES="http,chromium"
+        tmp_path, [escape.hub(f"/blocked.html?to={target}")], FOCUS_ENGINES=f"http,{engine}"
     )
     assert on_host(result.result.items, outside.host) == []
     assert corpus_on_host(result, outside.host) == []
     assert [path for path, _ in outside.received] == []  # aborted before it left
     stats = result.stats
     # The 403 escalated to Chromium, whose page then went off scope.
-    assert stats["focus/ladder/escalate/http-chromium"] == 1
-    assert stats["focus/engine/chromium/left_scope"] == 1
-    assert stats["focus/engine/chromium/navigation_aborted"] == 1
+    assert stats[f"focus/ladder/escalate/http-{engine}"] == 1
+    assert stats[f"focus/engine/{engine}/left_scope"] == 1
+    assert stats[f"focus/engine/{engine}/navigation_aborted"] == 1
     assert stats["focus/frontier/rejected/off-domain"] >= 1
     assert stats["focus/frontier/rejected_redirect"] >= 1
 
 
+@pytest.mark.parametrize("engine", BROWSERS)
 def test_browser_following_a_302_off_scope_stores_and_emits_nothing_of_it(
-    hostile: HostileWeb, tmp_path: Path
+    hostile: HostileWeb, tmp_path: Path, engine: str
 ) -> None:
     escape, outside = hostile.escape, hostile.recorder
     target = outside.url("/moved-target.html")
-    result = browser_crawl(tmp_path, [escape.hub(f"/moved.html?to={target}")], escape.host)
+    result = browser_crawl(tmp_path, [escape.hub(f"/moved.html?to={target}")], escape.host, engine)
     assert on_host(result.result.items, outside.host) == []
     assert corpus_on_host(result, outside.host) == []
     stats = result.stats
-    assert stats["focus/engine/chromium/left_scope"] == 1
+    assert stats[f"focus/engine/{engine}/left_scope"] == 1
     assert stats["focus/frontier/rejected/off-domain"] >= 1
 
 
 # -- 2. credentials ---------------------------------------------------------------------
 
 
-def test_crawl_headers_reach_the_requested_origin_only(hostile: HostileWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", BROWSERS)
+def test_crawl_headers_reach_the_requested_origin_only(
+    hostile: HostileWeb, tmp_path: Path, engine: str
+) -> None:
     escape, other = hostile.escape, hostile.recorder
     escape.received.clear()
     other.received.clear()
@@ -118,6 +134,7 @@ def test_crawl_headers_reach_the_requested_origin_only(hostile: HostileWeb, tmp_
         tmp_path,
         seeds,
         escape.host,
+        engine,
         # Both hosts in scope: the iframe, the script's navigation and the redirect all happen.
         FOCUS_ALLOWED_DOMAINS=f"{escape.host},{other.host}",
         DEFAULT_REQUEST_HEADERS=SECRETS,
@@ -139,45 +156,56 @@ def test_crawl_headers_reach_the_requested_origin_only(hostile: HostileWeb, tmp_
     # back through RedirectMiddleware and the scheduler, which fetched /hop.html as
     # a request of its own (DEFAULT_REQUEST_HEADERS go with every request of a
     # crawl, on plain HTTP too).
-    assert result.stats["focus/engine/chromium/redirect_unfollowed"] >= 1
+    assert result.stats[f"focus/engine/{engine}/redirect_unfollowed"] >= 1
 
 
 # -- 3. popups --------------------------------------------------------------------------
 
 
-def test_windows_a_page_opens_are_closed(hostile: HostileWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", BROWSERS)
+def test_windows_a_page_opens_are_closed(hostile: HostileWeb, tmp_path: Path, engine: str) -> None:
     escape = hostile.escape
     escape.reset()
     # /popup.html links to /linger.html, which keeps the crawl (and the browser)
     # open for LINGER_DELAY seconds after /popup.html's download returned.
-    result = browser_crawl(tmp_path, [escape.url("/popup.html")], escape.host)
+    result = browser_crawl(tmp_path, [escape.url("/popup.html")], escape.host, engine)
     assert escape.hits_for("/linger.html")
     pings = escape.hits_for("/ping")
     # Unclosed, the popup pings every 100 ms all the while: about 30 times.
     assert len(pings) <= 2, f"{len(pings)} pings in {LINGER_DELAY} s"
-    assert result.stats["focus/engine/chromium/popups_closed"] >= 1
+    assert result.stats[f"focus/engine/{engine}/popups_closed"] >= 1
 
 
 # -- 4. DOWNLOAD_MAXSIZE / DOWNLOAD_WARNSIZE ---------------------------------------------
 
 
-def test_download_maxsize_cancels_a_browser_download(hostile: HostileWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", BROWSERS)
+def test_download_maxsize_cancels_a_browser_download(
+    hostile: HostileWeb, tmp_path: Path, engine: str
+) -> None:
     huge = hostile.huge
     huge.reset()
-    result = browser_crawl(tmp_path, [huge.hub("/huge.html")], huge.host, DOWNLOAD_MAXSIZE=500_000)
+    result = browser_crawl(
+        tmp_path, [huge.hub("/huge.html")], huge.host, engine, DOWNLOAD_MAXSIZE=500_000
+    )
     assert [i for i in result.result.items if i["url"].endswith("/huge.html")] == []
     assert "bytes which is larger than download max size (500000)" in result.result.log
     assert len(huge.hits_for("/huge.html")) == 1  # cancelled, not retried nor escalated
-    assert result.stats["focus/engine/chromium/maxsize_cancelled"] == 1
+    assert result.stats[f"focus/engine/{engine}/maxsize_cancelled"] == 1
 
 
-def test_download_warnsize_warns_of_a_browser_download(hostile: HostileWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", BROWSERS)
+def test_download_warnsize_warns_of_a_browser_download(
+    hostile: HostileWeb, tmp_path: Path, engine: str
+) -> None:
     huge = hostile.huge
-    result = browser_crawl(tmp_path, [huge.hub("/huge.html")], huge.host, DOWNLOAD_WARNSIZE=500_000)
+    result = browser_crawl(
+        tmp_path, [huge.hub("/huge.html")], huge.host, engine, DOWNLOAD_WARNSIZE=500_000
+    )
     assert "bytes which is larger than download warn size (500000)" in result.result.log
-    assert result.stats["focus/engine/chromium/warnsize"] == 1
+    assert result.stats[f"focus/engine/{engine}/warnsize"] == 1
     item = result.item(huge.url("/huge.html"))
-    assert item["engine"] == "chromium"
+    assert item["engine"] == engine
 
 
 # -- 5. the sandbox ---------------------------------------------------------------------

@@ -460,6 +460,7 @@ class _Guard:
         self.cancelled: str | None = None  # why DOWNLOAD_MAXSIZE cancelled it
         self.warned = False
         self.changed: asyncio.Event | None = None  # set when the download must end
+        self.finished = False  # the download returned; its page may live on
 
     @property
     def ended(self) -> bool:
@@ -547,6 +548,9 @@ class _Guard:
     # -- the route of every request of the page
 
     async def route(self, route: Any, playwright_request: Any, inner: Any, data: dict) -> None:
+        if self.finished:
+            await self._route_idle(route, playwright_request, inner)
+            return
         with contextlib.suppress(Exception):
             self.bind(playwright_request.frame.page)
         if self.cancelled:
@@ -568,6 +572,18 @@ class _Guard:
             await inner(route, playwright_request)
             return
         await self._fetch_unfollowed(route, playwright_request, data)
+
+    async def _route_idle(self, route: Any, playwright_request: Any, inner: Any) -> None:
+        """A request of the page after its download returned (a page kept for the
+        next one still runs): its main frame stays in scope, without the crawl's
+        headers."""
+        if not _main_frame_navigation(playwright_request):
+            await inner(route, playwright_request)
+        elif self.rejection(playwright_request.url) is not None:
+            self.stats.inc_value(f"focus/engine/{self.engine}/navigation_aborted")
+            await route.abort()
+        else:
+            await route.continue_()
 
     async def _fetch_unfollowed(self, route: Any, playwright_request: Any, data: dict) -> None:
         """The navigation with the crawl's headers, its redirects not followed."""
@@ -1130,6 +1146,7 @@ class FocusDownloadHandler:
             response = await self._fetch(handler, request, spider)
         finally:
             _GUARD.reset(token)
+            guard.finished = True
             guard.detach()
             if navigations is not None:
                 navigations.detach()
