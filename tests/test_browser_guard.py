@@ -15,10 +15,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from scrapy import Request
 from scrapy.settings import Settings
 
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.engines.handler import available_engines, chromium_args, sandbox_unavailable
+from scrapy_focus.engines.handler import (
+    SizeLimit,
+    available_engines,
+    chromium_args,
+    sandbox_unavailable,
+)
 from tests.hostile import LINGER_DELAY, HostileWeb
 from tests.test_ladder import CHROMIUM, FIREFOX, Crawl, crawl
 
@@ -192,6 +198,9 @@ def test_download_maxsize_cancels_a_browser_download(
     assert "bytes which is larger than download max size (500000)" in result.result.log
     assert len(huge.hits_for("/huge.html")) == 1  # cancelled, not retried nor escalated
     assert result.stats[f"focus/engine/{engine}/maxsize_cancelled"] == 1
+    stats = result.stats
+    assert stats["playwright/page_count/closed"] == stats["playwright/page_count"]
+    assert result.leftovers == {}
 
 
 @pytest.mark.parametrize("engine", BROWSERS)
@@ -206,6 +215,22 @@ def test_download_warnsize_warns_of_a_browser_download(
     assert result.stats[f"focus/engine/{engine}/warnsize"] == 1
     item = result.item(huge.url("/huge.html"))
     assert item["engine"] == engine
+
+
+def test_size_limits_are_read_as_scrapys_http_handler_reads_them() -> None:
+    settings = Settings({"DOWNLOAD_MAXSIZE": 1000, "DOWNLOAD_WARNSIZE": 100})
+
+    class Plain:
+        pass
+
+    class Small:
+        download_maxsize = 500
+        download_warnsize = 50
+
+    assert SizeLimit.of(Request("http://a/"), Plain(), settings) == SizeLimit(1000, 100)
+    assert SizeLimit.of(Request("http://a/"), Small(), settings) == SizeLimit(500, 50)
+    meta = {"download_maxsize": 0, "download_warnsize": 7}
+    assert SizeLimit.of(Request("http://a/", meta=meta), Small(), settings) == SizeLimit(0, 7)
 
 
 # -- 5. the sandbox ---------------------------------------------------------------------

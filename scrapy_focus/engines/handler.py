@@ -420,6 +420,7 @@ class SizeLimit:
 
 
 _GUARD: contextvars.ContextVar[_Guard | None] = contextvars.ContextVar("focus_guard", default=None)
+_GUARD_KEY = "_focus_guard"  # request meta, while the download runs
 
 
 class _Guard:
@@ -437,8 +438,8 @@ class _Guard:
       fetched without following redirects: a 3xx ends the download, and the
       redirect goes through Scrapy like any other.
     * size: DOWNLOAD_MAXSIZE cancels the download (a main document whose
-      Content-Length is over it, or a body that is), DOWNLOAD_WARNSIZE warns,
-      with Scrapy's messages.
+      Content-Length is over it, or a body that is) once the page has loaded,
+      DOWNLOAD_WARNSIZE warns, with Scrapy's messages.
     """
 
     def __init__(
@@ -530,10 +531,10 @@ class _Guard:
             )
             logger.warning(self.cancelled)
             self.stats.inc_value(f"focus/engine/{self.engine}/maxsize_cancelled")
+            # Not stopped mid-navigation: closing the page or cancelling the goto
+            # then can wait on the browser for good.  The download ends once the
+            # page has loaded, and its requests meanwhile are aborted.
             self._end()
-            if self.page is not None and expected:
-                # The body is still coming: closing the page stops it.
-                _close_later(self.page)
         elif self.limit.warnsize and size > self.limit.warnsize and not self.warned:
             self.warned = True
             logger.warning(
@@ -772,6 +773,9 @@ class CamoufoxBrowserProvider:
         await self._inner.close()
 
 
+_OVERRIDDEN = ("_make_request_handler", "_download_request_with_retry", "_create_page")
+
+
 @cache
 def _playwright_handler_class() -> type:
     """scrapy-playwright's handler, with every request of a download's page
@@ -781,6 +785,14 @@ def _playwright_handler_class() -> type:
     public settings hook that sees each request (``PLAYWRIGHT_ABORT_REQUEST``)
     knows neither the download nor how to answer a request itself."""
     from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+    missing = [name for name in _OVERRIDDEN if not hasattr(ScrapyPlaywrightDownloadHandler, name)]
+    if missing:
+        # Unguarded, a browser would leave the scope and hand out the crawl's headers.
+        raise EngineError(
+            f"scrapy-playwright {importlib.metadata.version('scrapy-playwright')} has no "
+            f"{', '.join(missing)}: the browser engines need scrapy-playwright 0.0.4x"
+        )
 
     class FocusPlaywrightHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[misc]
         focus_engine = "chromium"
@@ -805,9 +817,12 @@ def _playwright_handler_class() -> type:
             return handle
 
         async def _download_request_with_retry(self, request: Request, spider: Any) -> Response:
+            # Set here, in whatever task and thread scrapy-playwright runs the
+            # download (its threaded loop too), for _make_request_handler to find.
+            guard = request.meta.get(_GUARD_KEY)
+            _GUARD.set(guard)
             # scrapy-playwright retries a download whose page closed under it:
             # not one that DOWNLOAD_MAXSIZE cancelled by closing it.
-            guard = _GUARD.get()
             if guard is not None and guard.cancelled:
                 raise DownloadCancelledError(guard.cancelled)
             return await super()._download_request_with_retry(request, spider)
@@ -894,7 +909,12 @@ class _Engines:
 
     async def _start(self, engine: str) -> Any:
         info = self.info[engine]
-        handler = _playwright_handler_class()(_CrawlerView(self.crawler, info.settings))
+        try:
+            handler_class = _playwright_handler_class()
+        except EngineError as exc:
+            self._failed(engine, exc)
+            raise
+        handler = handler_class(_CrawlerView(self.crawler, info.settings))
         handler.focus_engine = engine
         try:
             # scrapy-playwright starts its driver on engine_started, which has
@@ -908,19 +928,22 @@ class _Engines:
                 await browser()
         except Exception as exc:
             # Once, not at every request; and no driver left running behind it.
-            self.failed[engine] = f"{type(exc).__name__}: {exc}".strip()
-            self.crawler.stats.set_value(f"focus/engine/{engine}/failed", self.failed[engine])
-            logger.error(
-                "The %s engine (%s) could not start; it is skipped from now on: %s",
-                engine,
-                info.browser,
-                self.failed[engine],
-            )
+            self._failed(engine, exc)
             await _close_handler(engine, handler)
             raise EngineError(
                 f"the {engine} engine could not start: {self.failed[engine]}"
             ) from exc
         return handler
+
+    def _failed(self, engine: str, exc: Exception) -> None:
+        self.failed[engine] = f"{type(exc).__name__}: {exc}".strip()
+        self.crawler.stats.set_value(f"focus/engine/{engine}/failed", self.failed[engine])
+        logger.error(
+            "The %s engine (%s) could not start; it is skipped from now on: %s",
+            engine,
+            self.info[engine].browser,
+            self.failed[engine],
+        )
 
     def page_slots(self, engine: str) -> asyncio.Semaphore:
         """At most FOCUS_BROWSER_MAX_PAGES pages open in *engine*'s browser, all contexts."""
@@ -1141,11 +1164,11 @@ class FocusDownloadHandler:
             methods = user_methods.values() if isinstance(user_methods, dict) else user_methods
             meta["playwright_page_init_callback"] = init
             meta["playwright_page_methods"] = [PageMethod(settle), *(methods or ())]
-        token = _GUARD.set(guard)
+        meta[_GUARD_KEY] = guard
         try:
             response = await self._fetch(handler, request, spider)
         finally:
-            _GUARD.reset(token)
+            meta.pop(_GUARD_KEY, None)
             guard.finished = True
             guard.detach()
             if navigations is not None:
