@@ -550,6 +550,8 @@ class FixableSite(Site):
 
 LINGER_DELAY = 3.0  # /linger.html: keeps a browser crawl open while a popup would ping
 PING_INTERVAL_MS = 100
+INFLATE_WORD = "inflate"  # with its space, 8 bytes
+INFLATED_BYTES = 1_000_000  # what /inflate.html's script writes into its page
 
 
 class EscapeSite(Site):
@@ -559,6 +561,7 @@ class EscapeSite(Site):
     * ``/moved.html?to=URL``: a plain 302 to URL;
     * ``/secret.html?to=BASE``: a 403 with an iframe of ``BASE/frame.html`` whose
       script then goes to ``BASE/next.html``;
+    * ``/inflate.html``: a small page whose script writes a megabyte into itself;
     * ``/popup.html``: an article that opens ``/pinger.html`` in a new window, which
       fetches ``/ping`` every 100 ms, and links to ``/linger.html`` (answers late).
 
@@ -596,6 +599,12 @@ class EscapeSite(Site):
                 "</script>"
             )
             return _page(f"<html><body><p>pinging</p>{script}</body></html>")
+        if request.path == "/inflate.html":
+            return _page(
+                "<html><head><title>Inflated</title></head><body><script>"
+                f"document.body.append('{INFLATE_WORD} '.repeat({INFLATED_BYTES // 8}));"
+                "</script></body></html>"
+            )
         if request.path == "/ping":
             return _page("pong")
         if request.path == "/linger.html":

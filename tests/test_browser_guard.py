@@ -189,16 +189,25 @@ def test_windows_a_page_opens_are_closed(hostile: HostileWeb, tmp_path: Path, en
 def test_download_maxsize_cancels_a_browser_download(
     hostile: HostileWeb, tmp_path: Path, engine: str
 ) -> None:
-    huge = hostile.huge
+    """A document over DOWNLOAD_MAXSIZE by its Content-Length, and a small one whose
+    script makes its page larger than that."""
+    huge, escape = hostile.huge, hostile.escape
     huge.reset()
-    result = browser_crawl(
-        tmp_path, [huge.hub("/huge.html")], huge.host, engine, DOWNLOAD_MAXSIZE=500_000
+    result = crawl(
+        tmp_path,
+        [huge.hub("/huge.html"), escape.url("/inflate.html")],
+        FOCUS_ENGINES=f"http,{engine}",
+        FOCUS_ENGINE_DOMAINS={huge.host: engine, escape.host: engine},
+        DOWNLOAD_MAXSIZE=500_000,
     )
-    assert [i for i in result.result.items if i["url"].endswith("/huge.html")] == []
-    assert "bytes which is larger than download max size (500000)" in result.result.log
+    urls = [item["url"] for item in result.result.items]
+    assert huge.url("/huge.html") not in urls and escape.url("/inflate.html") not in urls
+    log = result.result.log
+    assert f"Expected to receive {len(huge.body)} bytes which is larger than download max" in log
+    assert "bytes which is larger than download max size (500000)" in log.split("Received ")[1]
     assert len(huge.hits_for("/huge.html")) == 1  # cancelled, not retried nor escalated
-    assert result.stats[f"focus/engine/{engine}/maxsize_cancelled"] == 1
     stats = result.stats
+    assert stats[f"focus/engine/{engine}/maxsize_cancelled"] == 2
     assert stats["playwright/page_count/closed"] == stats["playwright/page_count"]
     assert result.leftovers == {}
 

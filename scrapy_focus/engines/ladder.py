@@ -15,8 +15,9 @@ see :mod:`scrapy_focus.extract.middleware`):
   scheduler (``dont_filter``, same fingerprint, ``focus_refresh`` so the corpus
   fetches it anew, and ``focus_supersede`` so the corpus keeps only the final
   rendition).  404/410 and other genuine answers are final; so is the last engine.
-  Exceptions raised before the attempt began (robots.txt, ``IgnoreRequest``)
-  and hosts that do not resolve or refuse connections never escalate;
+  Exceptions raised before the attempt began (robots.txt, ``IgnoreRequest``),
+  hosts that do not resolve or refuse connections, and downloads cancelled by
+  ``DOWNLOAD_MAXSIZE`` never escalate;
 * **transient answers** (429, 503 with ``Retry-After``, other 5xx) do not
   escalate: the host is backed off in the frontier (``Retry-After`` honoured,
   see :mod:`scrapy_focus.frontier.politeness`) and ``RetryMiddleware`` re-issues
