@@ -22,6 +22,7 @@ from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.engines.handler import (
     SizeLimit,
     available_engines,
+    carries_crawl_headers,
     chromium_args,
     sandbox_unavailable,
 )
@@ -320,3 +321,33 @@ def test_chromium_runs_sandboxed_as_an_unprivileged_user(
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "<article>" in proc.stdout
     assert "No usable sandbox" not in proc.stderr
+
+
+def test_only_main_frame_navigations_of_the_requested_origin_carry_crawl_headers(
+    hostile: HostileWeb,
+) -> None:
+    """The rule itself, in a real Chromium on the page of the crawl test above: its
+    iframe (another origin) and its script's navigation get no crawl header.  (The
+    crawl cannot show the iframe: a page fetched with the crawl's headers is a public
+    page to Chromium, whose iframes to loopback addresses it refuses.)"""
+    from playwright.sync_api import sync_playwright
+
+    escape, other = hostile.escape, hostile.recorder
+    url = escape.url(f"/secret.html?to={other.farm.base}")
+    seen: dict[str, bool] = {}
+    with sync_playwright() as playwright:
+        args, _ = chromium_args(Settings())
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            page = browser.new_page()
+
+            def route(route: Any, request: Any) -> None:
+                seen[urlsplit(request.url).path] = carries_crawl_headers(request, url)
+                route.continue_()
+
+            page.route("**", route)
+            page.goto(url)
+            page.wait_for_url(other.url("/next.html"))
+        finally:
+            browser.close()
+    assert seen == {"/secret.html": True, "/frame.html": False, "/next.html": False}
