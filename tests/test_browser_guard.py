@@ -268,6 +268,7 @@ def test_unsandboxed_chromium_is_said_once_at_start_up(hostile: HostileWeb, tmp_
     static = hostile.static
     result = browser_crawl(tmp_path, [static.hub("/articles/1.html")], static.host)
     assert result.result.log.count("Chromium runs without its sandbox") == 1
+    assert result.stats["focus/engine/chromium/sandbox"] is False
     assert result.item(static.url("/articles/1.html"))["engine"] == "chromium"
 
 

@@ -890,6 +890,11 @@ class _Engines:
             crawler.stats.set_value(f"focus/engine/{engine}/browser", info.browser)
             if info.warning:
                 logger.warning("%s", info.warning)
+            args = info.settings.get("PLAYWRIGHT_LAUNCH_OPTIONS", {}).get("args")
+            if engine == "chromium" and args is not None:
+                crawler.stats.set_value(
+                    f"focus/engine/{engine}/sandbox", "--no-sandbox" not in args
+                )
         logger.info("Engines: %s", ", ".join(f"{e} ({i.browser})" for e, i in self.info.items()))
 
     async def handler(self, engine: str) -> Any:
