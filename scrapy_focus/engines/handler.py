@@ -396,6 +396,9 @@ async def browser_headers(
     return headers
 
 
+#: Main-frame URLs that fetch nothing: a new page's, a document written by script,
+#: the browser's own error page.
+_NOT_NAVIGATIONS = ("about:", "data:", "blob:", "chrome-error:")
 #: Headers of the crawl that go with a redirect to anywhere, as a browser sends them.
 _HARMLESS_HEADERS = frozenset({"referer"})
 
@@ -502,7 +505,7 @@ class _Guard:
     def judge(self, url: str) -> bool:
         """Whether the main frame may go to *url*; the first URL off scope ends
         the download."""
-        if url == self.request.url or url.startswith(("about:", "data:", "blob:")):
+        if url == self.request.url or url.startswith(_NOT_NAVIGATIONS):
             return True
         reason = self.rejection(url)
         if reason is None:
@@ -799,7 +802,7 @@ def _playwright_handler_class() -> type:
 
         def _make_request_handler(self, *args: Any, **kwargs: Any) -> Callable:
             inner = super()._make_request_handler(*args, **kwargs)
-            guard = _GUARD.get()  # the download's, as this runs in its task
+            guard = _GUARD.get()  # set by _download_request_with_retry, which calls this
             if guard is None:
                 return inner
             data = {
@@ -821,8 +824,8 @@ def _playwright_handler_class() -> type:
             # download (its threaded loop too), for _make_request_handler to find.
             guard = request.meta.get(_GUARD_KEY)
             _GUARD.set(guard)
-            # scrapy-playwright retries a download whose page closed under it:
-            # not one that DOWNLOAD_MAXSIZE cancelled by closing it.
+            # scrapy-playwright retries a download whose page closed under it: not
+            # one DOWNLOAD_MAXSIZE has cancelled already.
             if guard is not None and guard.cancelled:
                 raise DownloadCancelledError(guard.cancelled)
             return await super()._download_request_with_retry(request, spider)
