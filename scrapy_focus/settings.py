@@ -220,6 +220,10 @@ FOCUS_ENGINE_DOMAINS: dict[str, str] = {}
 #: Chromium binary; None: Playwright's own build if installed, else a
 #: chromium / google-chrome on PATH (Debian: /usr/bin/chromium).
 FOCUS_CHROMIUM_EXECUTABLE: str | None = None
+#: Run Chromium in its sandbox.  Where it cannot have one (the crawl runs as
+#: root, or user namespaces are off) it runs without, with a warning; False:
+#: always without (see docs/engines.md for what that costs).
+FOCUS_CHROMIUM_SANDBOX = True
 #: "auto": Camoufox when its browser is installed, else Firefox; "camoufox"; "firefox".
 FOCUS_STEALTH_BROWSER = "auto"
 #: Firefox binary for the stealth engine; None: firefox-esr or firefox on PATH.

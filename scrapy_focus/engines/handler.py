@@ -18,7 +18,11 @@ download slots, so per-host politeness applies to them too.
 
 Browsers are browsers: their navigations carry the browser's own identity
 headers (User-Agent, Accept*, ``sec-*``), not Scrapy's; other request headers
-(Referer, Authorization, cookies the browser does not have...) are passed on.
+(Referer, Authorization, cookies the browser does not have...) are passed on to
+main-frame navigations of the requested origin only.  Each download's page is
+held to the crawl's scope, DOWNLOAD_MAXSIZE and DOWNLOAD_WARNSIZE by a
+:class:`_Guard`; the windows it opens are closed.  Chromium keeps its sandbox
+unless it cannot have one (``FOCUS_CHROMIUM_SANDBOX``, :func:`sandbox_unavailable`).
 A JavaScript challenge (a 403/429/503 page with scripts) gets up to
 ``FOCUS_BROWSER_CHALLENGE_WAIT`` seconds to reload itself; the response is then
 the page the browser ended on, with that navigation's status and headers.
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib.metadata
 import importlib.util
 import inspect
@@ -46,15 +51,20 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DownloadCancelledError, NotConfigured
+from scrapy.http import Response as ScrapyResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
+
+from scrapy_focus.urls import DEFAULT_PORTS, Scope
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -67,7 +77,6 @@ logger = logging.getLogger(__name__)
 HTTP_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 KNOWN_ENGINES = ("http", "chromium", "stealth")
 CHROMIUM_ARGS = [
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",
@@ -107,6 +116,49 @@ class EngineInfo:
     engine: str
     browser: str  # "scrapy-http", "chromium", "camoufox", "firefox-esr", ...
     settings: dict[str, Any]  # PLAYWRIGHT_* settings of its handler instance
+    warning: str | None = None  # said once when the crawl's engines are set up
+
+
+#: Where the kernel says whether unprivileged user namespaces (Chromium's
+#: sandbox on Linux without a setuid helper) can be created, and the value
+#: that says no.
+_USERNS_SWITCHES = (
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+    ("/proc/sys/user/max_user_namespaces", "0"),
+    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
+)
+
+
+def sandbox_unavailable(uid: int | None = None, switches: Any = _USERNS_SWITCHES) -> str | None:
+    """Why Chromium's sandbox cannot run on this machine, or None if it can.
+
+    Chromium refuses its sandbox as root (it exits: "Running as root without
+    --no-sandbox is not supported"), and its namespace sandbox needs
+    unprivileged user namespaces."""
+    if uid is None:
+        uid = os.geteuid() if hasattr(os, "geteuid") else -1
+    if uid == 0:
+        return "the crawl runs as root, where Chromium refuses its sandbox"
+    for path, off in switches:
+        with contextlib.suppress(OSError), open(path) as file:
+            if file.read().strip() == off:
+                return f"unprivileged user namespaces are disabled ({path} = {off})"
+    return None
+
+
+def chromium_args(settings: BaseSettings, uid: int | None = None) -> tuple[list[str], str | None]:
+    """Chromium's command line for user *uid* (this process's by default), and
+    the warning to give when it runs unsandboxed."""
+    if not settings.getbool("FOCUS_CHROMIUM_SANDBOX", True):
+        return ["--no-sandbox", *CHROMIUM_ARGS], None  # the user's choice, documented
+    reason = sandbox_unavailable(uid)
+    if reason is None:
+        return list(CHROMIUM_ARGS), None
+    return ["--no-sandbox", *CHROMIUM_ARGS], (
+        f"Chromium runs without its sandbox: {reason}. A page that exploits the "
+        "renderer then runs with this user's rights; run the crawl as an "
+        "unprivileged user (see docs/engines.md)"
+    )
 
 
 def _playwright_installed() -> bool:
@@ -214,7 +266,8 @@ def available_engines(settings: BaseSettings) -> dict[str, EngineInfo]:
                         "or chromium on PATH): chromium engine skipped"
                     )
                     continue
-            launch: dict[str, Any] = {"headless": True, "args": CHROMIUM_ARGS}
+            args, warning = chromium_args(settings)
+            launch: dict[str, Any] = {"headless": True, "args": args}
             if executable:
                 launch["executable_path"] = executable
             found["chromium"] = EngineInfo(
@@ -225,6 +278,7 @@ def available_engines(settings: BaseSettings) -> dict[str, EngineInfo]:
                     "PLAYWRIGHT_BROWSER_TYPE": "chromium",
                     "PLAYWRIGHT_LAUNCH_OPTIONS": launch,
                 },
+                warning,
             )
         elif engine == "stealth" and _playwright_installed():
             info = _stealth_engine(settings, common)
@@ -275,6 +329,48 @@ def _stealth_engine(settings: BaseSettings, common: dict[str, Any]) -> EngineInf
     )
 
 
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _main_frame_navigation(playwright_request: Any) -> bool:
+    try:
+        return bool(
+            playwright_request.is_navigation_request()
+            and playwright_request.frame.parent_frame is None
+        )
+    except Exception:  # a service worker's request has no frame; a frame may detach
+        return False
+
+
+def carries_crawl_headers(playwright_request: Any, url: str) -> bool:
+    """Whether *playwright_request* may carry the crawl's own request headers
+    (Authorization, API keys, cookies...) of the download of *url*: only a
+    main-frame navigation to *url*'s origin.  Iframes, scripts' fetches and
+    navigations to another origin get the browser's headers alone, as a
+    cross-domain redirect gets them from Scrapy's RedirectMiddleware."""
+    return _main_frame_navigation(playwright_request) and origin_of(
+        playwright_request.url
+    ) == origin_of(url)
+
+
+def _crawl_headers(scrapy_headers: Any) -> dict[str, str]:
+    """The Scrapy request's headers a browser navigation takes over."""
+    return {
+        key: value
+        for key, value in (
+            (name.lower(), value) for name, value in scrapy_headers.to_unicode_dict().items()
+        )
+        if key not in BROWSER_OWNED_HEADERS and not key.startswith("sec-")
+    }
+
+
 async def browser_headers(
     *, browser_type_name: str, playwright_request: Any, scrapy_request_data: dict
 ) -> dict[str, str]:
@@ -284,21 +380,309 @@ async def browser_headers(
     so a browser engine would introduce itself as ``Scrapy/2.x`` and drop the
     cookies its own scripts set (a JS challenge could never pass).  Here the
     browser's headers stand, and Scrapy's other headers are added where the
-    browser has none.  Browser-identity headers (``User-Agent``, ``Accept*``,
-    ``sec-*``) are never taken from Scrapy: after a Chromium attempt the Scrapy
-    request holds Chromium's, which must not follow the request to Firefox."""
+    browser has none, to main-frame navigations of the requested origin only
+    (:func:`carries_crawl_headers`).  Browser-identity headers (``User-Agent``,
+    ``Accept*``, ``sec-*``) are never taken from Scrapy: after a Chromium
+    attempt the Scrapy request holds Chromium's, which must not follow the
+    request to Firefox."""
     headers = dict(await playwright_request.all_headers())
-    if not playwright_request.is_navigation_request():
+    if not carries_crawl_headers(playwright_request, scrapy_request_data["url"]):
         return headers
-    for name, value in scrapy_request_data["headers"].to_unicode_dict().items():
-        key = name.lower()
-        if key in BROWSER_OWNED_HEADERS or key.startswith("sec-"):
-            continue
+    for key, value in _crawl_headers(scrapy_request_data["headers"]).items():
         headers.setdefault(key, value)
     if browser_type_name == "firefox":
         # As scrapy-playwright does: Firefox resets a navigation without it.
         headers["host"] = urlsplit(playwright_request.url).netloc
     return headers
+
+
+#: Main-frame URLs that fetch nothing: a new page's, a document written by script,
+#: the browser's own error page.
+_NOT_NAVIGATIONS = ("about:", "data:", "blob:", "chrome-error:")
+#: Headers of the crawl that go with a redirect to anywhere, as a browser sends them.
+_HARMLESS_HEADERS = frozenset({"referer"})
+
+
+@dataclass
+class SizeLimit:
+    """DOWNLOAD_MAXSIZE / DOWNLOAD_WARNSIZE of one download, as Scrapy's HTTP
+    handler reads them: request meta, else the spider's attribute, else the
+    setting; 0 is no limit."""
+
+    maxsize: int
+    warnsize: int
+
+    @classmethod
+    def of(cls, request: Request, spider: Any, settings: BaseSettings) -> SizeLimit:
+        maxsize = getattr(spider, "download_maxsize", settings.getint("DOWNLOAD_MAXSIZE"))
+        warnsize = getattr(spider, "download_warnsize", settings.getint("DOWNLOAD_WARNSIZE"))
+        return cls(
+            int(request.meta.get("download_maxsize", maxsize) or 0),
+            int(request.meta.get("download_warnsize", warnsize) or 0),
+        )
+
+
+_GUARD: contextvars.ContextVar[_Guard | None] = contextvars.ContextVar("focus_guard", default=None)
+_GUARD_KEY = "_focus_guard"  # request meta, while the download runs
+
+
+class _Guard:
+    """What one browser download may do, enforced on its page while it runs.
+
+    * scope: every navigation of the main frame (a redirect, a script, a
+      refresh) must pass the crawl's scope (the frontier's
+      :class:`~scrapy_focus.urls.Scope`).  The first that does not ends the
+      download as a 302 to it, which RedirectMiddleware and the scheduler then
+      judge as they judge a plain HTTP redirect; a routed navigation is aborted
+      before it leaves the browser.
+    * headers: the crawl's headers go to main-frame navigations of the
+      requested origin only.  Playwright repeats a route's header overrides on
+      every redirect the browser follows, so a navigation that gets them is
+      fetched without following redirects: a 3xx ends the download, and the
+      redirect goes through Scrapy like any other.
+    * size: DOWNLOAD_MAXSIZE cancels the download (a main document whose
+      Content-Length is over it, or a body that is) once the page has loaded,
+      DOWNLOAD_WARNSIZE warns, with Scrapy's messages.
+    """
+
+    def __init__(
+        self,
+        engine: str,
+        request: Request,
+        rejection: Callable[[str], str | None],
+        limit: SizeLimit,
+        stats: Any,
+    ) -> None:
+        self.engine = engine
+        self.request = request
+        self.rejection = rejection
+        self.limit = limit
+        self.stats = stats
+        self.page: Any = None
+        self.left_scope: str | None = None  # the first main-frame URL off scope
+        self.redirect: tuple[int, dict[str, str], str] | None = None  # status, headers, url
+        self.cancelled: str | None = None  # why DOWNLOAD_MAXSIZE cancelled it
+        self.warned = False
+        self.changed: asyncio.Event | None = None  # set when the download must end
+        self.finished = False  # the download returned; its page may live on
+
+    @property
+    def ended(self) -> bool:
+        """Whether the page's answer is decided whatever it does next."""
+        return bool(self.left_scope or self.redirect or self.cancelled)
+
+    # -- the page's events
+
+    def bind(self, page: Any) -> None:
+        if self.page is page:
+            return
+        self.detach()
+        self.page = page
+        page.on("request", self._on_request)
+        page.on("response", self._on_response)
+
+    def detach(self) -> None:
+        if self.page is not None:
+            with contextlib.suppress(Exception):
+                self.page.remove_listener("request", self._on_request)
+                self.page.remove_listener("response", self._on_response)
+            self.page = None
+
+    def _on_request(self, playwright_request: Any) -> None:
+        # Redirects the browser follows never reach the route: judged here, once sent.
+        if _main_frame_navigation(playwright_request):
+            self.judge(playwright_request.url)
+
+    def _on_response(self, response: Any) -> None:
+        if not _main_frame_navigation(response.request):
+            return
+        length = response.headers.get("content-length", "")
+        if length.isdigit():
+            self.check_size(int(length), expected=True)
+
+    # -- decisions
+
+    def judge(self, url: str) -> bool:
+        """Whether the main frame may go to *url*; the first URL off scope ends
+        the download."""
+        if url == self.request.url or url.startswith(_NOT_NAVIGATIONS):
+            return True
+        reason = self.rejection(url)
+        if reason is None:
+            return True
+        if self.left_scope is None:
+            self.left_scope = url
+            self.stats.inc_value(f"focus/engine/{self.engine}/left_scope")
+            logger.info(
+                "The page of %s navigated out of the crawl's scope (%s) to %s: "
+                "handed to the scheduler as a redirect",
+                self.request.url,
+                reason,
+                url,
+            )
+            self._end()
+        return False
+
+    def check_size(self, size: int, *, expected: bool) -> None:
+        from scrapy.utils._download_handlers import get_maxsize_msg, get_warnsize_msg
+
+        if self.cancelled:
+            return
+        if self.limit.maxsize and size > self.limit.maxsize:
+            self.cancelled = get_maxsize_msg(
+                size, self.limit.maxsize, self.request, expected=expected
+            )
+            logger.warning(self.cancelled)
+            self.stats.inc_value(f"focus/engine/{self.engine}/maxsize_cancelled")
+            # Not stopped mid-navigation: closing the page or cancelling the goto
+            # then can wait on the browser for good.  The download ends once the
+            # page has loaded, and its requests meanwhile are aborted.
+            self._end()
+        elif self.limit.warnsize and size > self.limit.warnsize and not self.warned:
+            self.warned = True
+            logger.warning(
+                get_warnsize_msg(size, self.limit.warnsize, self.request, expected=expected)
+            )
+            self.stats.inc_value(f"focus/engine/{self.engine}/warnsize")
+
+    def _end(self) -> None:
+        if self.changed is not None:
+            self.changed.set()
+
+    # -- the route of every request of the page
+
+    async def route(self, route: Any, playwright_request: Any, inner: Any, data: dict) -> None:
+        if self.finished:
+            await self._route_idle(route, playwright_request, inner)
+            return
+        with contextlib.suppress(Exception):
+            self.bind(playwright_request.frame.page)
+        if self.cancelled:
+            await route.abort()
+            return
+        if not _main_frame_navigation(playwright_request):
+            await inner(route, playwright_request)
+            return
+        if not self.judge(playwright_request.url):
+            self.stats.inc_value(f"focus/engine/{self.engine}/navigation_aborted")
+            await route.abort()
+            return
+        crawl = (
+            _crawl_headers(data["headers"])
+            if carries_crawl_headers(playwright_request, data["url"])
+            else {}
+        )
+        if not set(crawl) - _HARMLESS_HEADERS:
+            await inner(route, playwright_request)
+            return
+        await self._fetch_unfollowed(route, playwright_request, data)
+
+    async def _route_idle(self, route: Any, playwright_request: Any, inner: Any) -> None:
+        """A request of the page after its download returned (a page kept for the
+        next one still runs): its main frame stays in scope, without the crawl's
+        headers."""
+        if not _main_frame_navigation(playwright_request):
+            await inner(route, playwright_request)
+        elif self.rejection(playwright_request.url) is not None:
+            self.stats.inc_value(f"focus/engine/{self.engine}/navigation_aborted")
+            await route.abort()
+        else:
+            await route.continue_()
+
+    async def _fetch_unfollowed(self, route: Any, playwright_request: Any, data: dict) -> None:
+        """The navigation with the crawl's headers, its redirects not followed."""
+        headers = await browser_headers(
+            browser_type_name=data["browser_type_name"],
+            playwright_request=playwright_request,
+            scrapy_request_data=data,
+        )
+        kwargs: dict[str, Any] = {"headers": headers, "max_redirects": 0}
+        if playwright_request.url.rstrip("/") == data["url"].rstrip("/"):
+            kwargs["method"] = data["method"]
+            if data["body"]:
+                kwargs["post_data"] = data["body"]
+        try:
+            answer = await route.fetch(**kwargs)
+        except Exception:
+            with contextlib.suppress(Exception):
+                await route.abort()
+            raise
+        location = answer.headers.get("location")
+        if 300 <= answer.status < 400 and location:
+            self.redirect = (
+                answer.status,
+                dict(answer.headers),
+                urljoin(playwright_request.url, location),
+            )
+            self.stats.inc_value(f"focus/engine/{self.engine}/redirect_unfollowed")
+            # The browser must not follow it: the same answer without its Location.
+            kept = {k: v for k, v in answer.headers.items() if k.lower() != "location"}
+            await route.fulfill(status=answer.status, headers=kept, body=b"")
+            self._end()
+            return
+        await route.fulfill(response=answer)
+
+    # -- the download's result
+
+    def outcome(self, response: Response) -> Response:
+        """The response the download returns: what the page answered, or a
+        redirect for the scheduler to judge; DownloadCancelledError over
+        DOWNLOAD_MAXSIZE."""
+        if self.cancelled:
+            raise DownloadCancelledError(self.cancelled)
+        if self.redirect is not None:
+            status, headers, location = self.redirect
+            return _redirect(response, status, {**headers, "location": location})
+        if self.left_scope is None:
+            self.judge(response.url)  # pushState, or a navigation seen too late
+        if self.left_scope is not None:
+            return _redirect(response, 302, {"location": self.left_scope})
+        self.check_size(len(response.body), expected=False)
+        if self.cancelled:
+            raise DownloadCancelledError(self.cancelled)
+        return response
+
+
+def _redirect(response: Response, status: int, headers: dict[str, str]) -> Response:
+    """A bodiless redirect, answered for the requested URL (the browser may have
+    reached the target already: that page is not this download's answer)."""
+    dropped = ("content-encoding", "content-length", "content-type")
+    kept = {k: v for k, v in headers.items() if k.lower() not in dropped}
+    return ScrapyResponse(
+        url=response.request.url if response.request is not None else response.url,
+        status=status,
+        headers=kept,
+        body=b"",
+        request=response.request,
+        flags=[*response.flags, "focus-redirect"],
+    )
+
+
+async def _close_quietly(page: Any) -> None:
+    with contextlib.suppress(Exception):  # crashed, or closed with its browser
+        await page.close()
+
+
+_CLOSING: set[asyncio.Future[None]] = set()  # held until done: the loop keeps weak refs
+
+
+def _close_later(page: Any) -> None:
+    """Close *page* from an event callback, which cannot await."""
+    task = asyncio.ensure_future(_close_quietly(page))
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+def crawl_rejection(crawler: Crawler) -> Callable[[str, int], str | None]:
+    """The crawl's scope as the frontier applies it to redirect targets: the
+    FocusScheduler's :class:`~scrapy_focus.urls.Scope` as it stands now (seeds
+    widen it), else the spider's ``allowed_domains``, else any http(s) URL."""
+    scheduler = getattr(getattr(crawler.engine, "_slot", None), "scheduler", None)
+    scope = getattr(scheduler, "scope", None)
+    if not isinstance(scope, Scope):
+        domains = tuple(d.lower() for d in getattr(crawler.spider, "allowed_domains", None) or ())
+        scope = Scope(allowed_domains=domains)
+    return scope.rejection
 
 
 @dataclass
@@ -310,6 +694,7 @@ class _Navigations:
     loads: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     final: tuple[int, dict[str, str], str] | None = None  # status, headers, url
+    guard: _Guard | None = None  # its decision ends the wait
 
     def attach(self) -> None:
         self.page.on("response", self._response)
@@ -345,7 +730,7 @@ class _Navigations:
         deadline = time.monotonic() + wait
         while self.responses[-1].status in CHALLENGE_STATUSES or self.loads < len(self.responses):
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (self.guard is not None and self.guard.ended):
                 return
             self.changed.clear()
             try:
@@ -389,6 +774,75 @@ class CamoufoxBrowserProvider:
 
     async def close(self) -> None:
         await self._inner.close()
+
+
+_OVERRIDDEN = ("_make_request_handler", "_download_request_with_retry", "_create_page")
+
+
+@cache
+def _playwright_handler_class() -> type:
+    """scrapy-playwright's handler, with every request of a download's page
+    routed through its :class:`_Guard` and popups closed as they open.
+
+    Overrides three of its private methods (scrapy-playwright 0.0.4x): the
+    public settings hook that sees each request (``PLAYWRIGHT_ABORT_REQUEST``)
+    knows neither the download nor how to answer a request itself."""
+    from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+    missing = [name for name in _OVERRIDDEN if not hasattr(ScrapyPlaywrightDownloadHandler, name)]
+    if missing:
+        # Unguarded, a browser would leave the scope and hand out the crawl's headers.
+        raise EngineError(
+            f"scrapy-playwright {importlib.metadata.version('scrapy-playwright')} has no "
+            f"{', '.join(missing)}: the browser engines need scrapy-playwright 0.0.4x"
+        )
+
+    class FocusPlaywrightHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[misc]
+        focus_engine = "chromium"
+
+        def _make_request_handler(self, *args: Any, **kwargs: Any) -> Callable:
+            inner = super()._make_request_handler(*args, **kwargs)
+            guard = _GUARD.get()  # set by _download_request_with_retry, which calls this
+            if guard is None:
+                return inner
+            data = {
+                "method": kwargs["method"],
+                "url": kwargs["url"],
+                "headers": kwargs["headers"],
+                "body": kwargs["body"],
+                "encoding": kwargs["encoding"],
+                "browser_type_name": self.config.browser_type_name,
+            }
+
+            async def handle(route: Any, playwright_request: Any) -> None:
+                await guard.route(route, playwright_request, inner, data)
+
+            return handle
+
+        async def _download_request_with_retry(self, request: Request, spider: Any) -> Response:
+            # Set here, in whatever task and thread scrapy-playwright runs the
+            # download (its threaded loop too), for _make_request_handler to find.
+            guard = request.meta.get(_GUARD_KEY)
+            _GUARD.set(guard)
+            # scrapy-playwright retries a download whose page closed under it: not
+            # one DOWNLOAD_MAXSIZE has cancelled already.
+            if guard is not None and guard.cancelled:
+                raise DownloadCancelledError(guard.cancelled)
+            return await super()._download_request_with_retry(request, spider)
+
+        async def _create_page(self, request: Request, spider: Any) -> Any:
+            page = await super()._create_page(request, spider)
+            page.on("popup", self._close_popup)
+            return page
+
+        def _close_popup(self, popup: Any) -> None:
+            # A window the page opened is owned by no download: it would run and
+            # fetch unseen, outside resource blocking, and hold its context open.
+            popup.on("popup", self._close_popup)
+            self.stats.inc_value(f"focus/engine/{self.focus_engine}/popups_closed")
+            _close_later(popup)
+
+    return FocusPlaywrightHandler
 
 
 class _CrawlerView:
@@ -437,6 +891,13 @@ class _Engines:
         crawler.signals.connect(self.close_all_idle_pages, signal=signals.spider_closed)
         for engine, info in self.info.items():
             crawler.stats.set_value(f"focus/engine/{engine}/browser", info.browser)
+            if info.warning:
+                logger.warning("%s", info.warning)
+            args = info.settings.get("PLAYWRIGHT_LAUNCH_OPTIONS", {}).get("args")
+            if engine == "chromium" and args is not None:
+                crawler.stats.set_value(
+                    f"focus/engine/{engine}/sandbox", "--no-sandbox" not in args
+                )
         logger.info("Engines: %s", ", ".join(f"{e} ({i.browser})" for e, i in self.info.items()))
 
     async def handler(self, engine: str) -> Any:
@@ -455,10 +916,14 @@ class _Engines:
         return self.handlers[engine]
 
     async def _start(self, engine: str) -> Any:
-        from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
-
         info = self.info[engine]
-        handler = ScrapyPlaywrightDownloadHandler(_CrawlerView(self.crawler, info.settings))
+        try:
+            handler_class = _playwright_handler_class()
+        except EngineError as exc:
+            self._failed(engine, exc)
+            raise
+        handler = handler_class(_CrawlerView(self.crawler, info.settings))
+        handler.focus_engine = engine
         try:
             # scrapy-playwright starts its driver on engine_started, which has
             # passed: start it the way that signal handler would.
@@ -471,19 +936,22 @@ class _Engines:
                 await browser()
         except Exception as exc:
             # Once, not at every request; and no driver left running behind it.
-            self.failed[engine] = f"{type(exc).__name__}: {exc}".strip()
-            self.crawler.stats.set_value(f"focus/engine/{engine}/failed", self.failed[engine])
-            logger.error(
-                "The %s engine (%s) could not start; it is skipped from now on: %s",
-                engine,
-                info.browser,
-                self.failed[engine],
-            )
+            self._failed(engine, exc)
             await _close_handler(engine, handler)
             raise EngineError(
                 f"the {engine} engine could not start: {self.failed[engine]}"
             ) from exc
         return handler
+
+    def _failed(self, engine: str, exc: Exception) -> None:
+        self.failed[engine] = f"{type(exc).__name__}: {exc}".strip()
+        self.crawler.stats.set_value(f"focus/engine/{engine}/failed", self.failed[engine])
+        logger.error(
+            "The %s engine (%s) could not start; it is skipped from now on: %s",
+            engine,
+            self.info[engine].browser,
+            self.failed[engine],
+        )
 
     def page_slots(self, engine: str) -> asyncio.Semaphore:
         """At most FOCUS_BROWSER_MAX_PAGES pages open in *engine*'s browser, all contexts."""
@@ -668,9 +1136,20 @@ class FocusDownloadHandler:
     async def _browse_in(
         self, engine: str, handler: Any, request: Request, spider: Any, watch: bool
     ) -> Response:
-        """The page in its context: the challenge wait around scrapy-playwright's
-        download (*watch*: not for a page the user drives)."""
+        """The page in its context: the download's :class:`_Guard` and the
+        challenge wait around scrapy-playwright's download (*watch*: not for a
+        page the user drives)."""
         meta = request.meta
+        spider = spider or self.crawler.spider
+        depth = meta.get("depth", 0)
+        rejection = crawl_rejection(self.crawler)
+        guard = _Guard(
+            engine,
+            request,
+            lambda url: rejection(url, depth),
+            SizeLimit.of(request, spider, self.crawler.settings),
+            self.stats,
+        )
         navigations: _Navigations | None = None
         user_init = meta.get("playwright_page_init_callback")
         user_methods = meta.get("playwright_page_methods")
@@ -678,7 +1157,8 @@ class FocusDownloadHandler:
 
             async def init(page: Any, request: Request) -> None:
                 nonlocal navigations
-                navigations = _Navigations(page)
+                navigations = _Navigations(page, guard=guard)
+                guard.changed = navigations.changed
                 navigations.attach()
                 if user_init:
                     await load_object(user_init)(page, request)
@@ -692,21 +1172,27 @@ class FocusDownloadHandler:
             methods = user_methods.values() if isinstance(user_methods, dict) else user_methods
             meta["playwright_page_init_callback"] = init
             meta["playwright_page_methods"] = [PageMethod(settle), *(methods or ())]
+        meta[_GUARD_KEY] = guard
         try:
             response = await self._fetch(handler, request, spider)
         finally:
+            meta.pop(_GUARD_KEY, None)
+            guard.finished = True
+            guard.detach()
             if navigations is not None:
                 navigations.detach()
             # Closures do not belong in a request that goes back to the scheduler.
             _restore(meta, "playwright_page_init_callback", user_init)
             _restore(meta, "playwright_page_methods", user_methods)
+        if guard.ended:
+            return guard.outcome(response)
         if navigations is not None and navigations.final is not None:
             status, headers, url = navigations.final
             if status != response.status:
                 self.stats.inc_value(f"focus/engine/{engine}/challenge_passed")
                 headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
                 response = response.replace(status=status, headers=headers, url=url)
-        return response
+        return guard.outcome(response)
 
     async def _recycle(self, engine: str, handler: Any) -> None:
         """Close contexts of earlier generations once no download holds them and no

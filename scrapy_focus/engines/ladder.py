@@ -15,8 +15,9 @@ see :mod:`scrapy_focus.extract.middleware`):
   scheduler (``dont_filter``, same fingerprint, ``focus_refresh`` so the corpus
   fetches it anew, and ``focus_supersede`` so the corpus keeps only the final
   rendition).  404/410 and other genuine answers are final; so is the last engine.
-  Exceptions raised before the attempt began (robots.txt, ``IgnoreRequest``)
-  and hosts that do not resolve or refuse connections never escalate;
+  Exceptions raised before the attempt began (robots.txt, ``IgnoreRequest``),
+  hosts that do not resolve or refuse connections, and downloads cancelled by
+  ``DOWNLOAD_MAXSIZE`` never escalate;
 * **transient answers** (429, 503 with ``Retry-After``, other 5xx) do not
   escalate: the host is backed off in the frontier (``Retry-After`` honoured,
   see :mod:`scrapy_focus.frontier.politeness`) and ``RetryMiddleware`` re-issues
@@ -49,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
@@ -84,9 +85,14 @@ _DROP_ON_ESCALATION = (
     "focus_prejudged",
     "retry_times",
 )
-# No engine reaches a host whose name does not resolve or whose port is closed;
-# timeouts and dropped connections (a common anti-bot answer) do escalate.
-_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (DNSLookupError, ConnectionRefusedError)
+# No engine reaches a host whose name does not resolve or whose port is closed,
+# nor makes a page smaller than DOWNLOAD_MAXSIZE (DownloadCancelledError); timeouts
+# and dropped connections (a common anti-bot answer) do escalate.
+_NO_ESCALATION_ERRORS: tuple[type[BaseException], ...] = (
+    DNSLookupError,
+    ConnectionRefusedError,
+    DownloadCancelledError,
+)
 try:  # Scrapy >= 2.14 wraps them in its own exceptions
     from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
 
