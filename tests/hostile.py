@@ -21,6 +21,18 @@ name for DomainHistory, the circuit breaker and politeness:
 ``fixable``     blocks non-browser clients until ``fixed`` is set
 ``escape``      pages whose browser goes elsewhere: scripts, 302s, iframes, popups
 ``recorder``    another host that records the headers of every request
+``payloads``    compression bombs (br, gzip, deflate, zstd) and healthy encoded pages
+``secrets``     pages behind HTTP Basic credentials that set a session cookie
+``headings``    a page of headings nested in headings, each with a link
+``flood``       one page linking to tens of thousands of distinct pages
+``jsonld``      an article whose JSON-LD nests far too deep
+``traps``       an endless calendar and a query-parameter explosion of near-identical pages
+``archive``     a real dated archive: every page new text (must not look like a trap)
+``bulk``        pages of incompressible text, to fill a small disk
+``offscope``    the host the others link to and no crawl's scope admits
+``crawldelay``  robots.txt asks for a Crawl-delay of years
+``robots``      robots.txt disallows ``/private/``
+``retryforever`` 503 with a Retry-After of years
 ==============  =============================================================
 
 Every site also serves ``/hub?to=PATH&to=PATH...``, a page linking to those
