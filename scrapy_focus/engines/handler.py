@@ -60,6 +60,7 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 from scrapy.exceptions import DownloadCancelledError, NotConfigured
+from scrapy.http import Headers
 from scrapy.http import Response as ScrapyResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -399,6 +400,8 @@ async def browser_headers(
 #: Main-frame URLs that fetch nothing: a new page's, a document written by script,
 #: the browser's own error page.
 _NOT_NAVIGATIONS = ("about:", "data:", "blob:", "chrome-error:")
+#: What scrapy-playwright hands a PLAYWRIGHT_PROCESS_REQUEST_HEADERS function.
+_REQUEST_DATA_KEYS = ("method", "url", "headers", "body", "encoding")
 #: Headers of the crawl that go with a redirect to anywhere, as a browser sends them.
 _HARMLESS_HEADERS = frozenset({"referer"})
 
@@ -591,11 +594,16 @@ class _Guard:
 
     async def _fetch_unfollowed(self, route: Any, playwright_request: Any, data: dict) -> None:
         """The navigation with the crawl's headers, its redirects not followed."""
-        headers = await browser_headers(
-            browser_type_name=data["browser_type_name"],
-            playwright_request=playwright_request,
-            scrapy_request_data=data,
-        )
+        process = data["process_headers"]
+        if process is None:
+            headers = dict(await playwright_request.all_headers())
+        else:
+            result = process(
+                browser_type_name=data["browser_type_name"],
+                playwright_request=playwright_request,
+                scrapy_request_data={key: data[key] for key in _REQUEST_DATA_KEYS},
+            )
+            headers = await result if inspect.isawaitable(result) else result
         kwargs: dict[str, Any] = {"headers": headers, "max_redirects": 0}
         if playwright_request.url.rstrip("/") == data["url"].rstrip("/"):
             kwargs["method"] = data["method"]
@@ -812,6 +820,7 @@ def _playwright_handler_class() -> type:
                 "body": kwargs["body"],
                 "encoding": kwargs["encoding"],
                 "browser_type_name": self.config.browser_type_name,
+                "process_headers": self.process_request_headers,
             }
 
             async def handle(route: Any, playwright_request: Any) -> None:
@@ -845,14 +854,86 @@ def _playwright_handler_class() -> type:
     return FocusPlaywrightHandler
 
 
+#: What makes an engine the engine it is: these of ours always stand.
+_ENGINE_SETTINGS = frozenset({"PLAYWRIGHT_BROWSER_TYPE", "PLAYWRIGHT_BROWSER_PROVIDER"})
+#: Launch options that mean the same to every browser: a user's apply to every
+#: engine, not only to the browser type they configured.
+_ANY_BROWSER_LAUNCH_OPTIONS = ("proxy", "headless", "slow_mo", "timeout", "downloads_path", "env")
+
+
+def engine_settings(user: BaseSettings, ours: dict[str, Any]) -> dict[str, Any]:
+    """The PLAYWRIGHT_* settings one engine's handler runs with: the user's, as
+    scrapy-playwright's docs say, and ours where the user set nothing.
+
+    * the browser type and provider are the engine's own;
+    * ``PLAYWRIGHT_LAUNCH_OPTIONS``: the user's over ours (their ``args`` after
+      ours) for the engine of the user's ``PLAYWRIGHT_BROWSER_TYPE`` (Chromium
+      unless set), and the browser-independent ones (proxy, headless...) for the
+      others;
+    * ``PLAYWRIGHT_PROCESS_REQUEST_HEADERS``: the user's function runs on every
+      request, but sees the crawl's headers only for main-frame navigations of
+      the requested origin (:func:`scoped_headers`); ``None`` means the browser's
+      headers, as in scrapy-playwright;
+    * any other (navigation timeout, pages per context, abort predicate): the
+      user's if set.
+    """
+    settings = dict(ours)
+    for name in ours:
+        if name in _ENGINE_SETTINGS or user.getpriority(name) is None:
+            continue
+        if name == "PLAYWRIGHT_LAUNCH_OPTIONS":
+            settings[name] = _launch_options(user, ours)
+        elif name == "PLAYWRIGHT_PROCESS_REQUEST_HEADERS":
+            settings[name] = scoped_headers(user.get(name))
+        else:
+            settings[name] = user.get(name)
+    return settings
+
+
+def _launch_options(user: BaseSettings, ours: dict[str, Any]) -> dict[str, Any]:
+    theirs = user.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")
+    launch = dict(ours["PLAYWRIGHT_LAUNCH_OPTIONS"])
+    if (user.get("PLAYWRIGHT_BROWSER_TYPE") or "chromium") != ours["PLAYWRIGHT_BROWSER_TYPE"]:
+        theirs = {k: v for k, v in theirs.items() if k in _ANY_BROWSER_LAUNCH_OPTIONS}
+    ours_args = list(launch.get("args", ()))
+    args = [*ours_args, *(arg for arg in theirs.get("args", ()) if arg not in ours_args)]
+    launch.update(theirs)
+    if args:
+        launch["args"] = args
+    return launch
+
+
+def scoped_headers(process: Any) -> Callable[..., Any]:
+    """A user's PLAYWRIGHT_PROCESS_REQUEST_HEADERS (an import path, a function, or
+    None) that never hands the crawl's headers to another origin or frame."""
+    user = load_object(process) if process is not None else None
+
+    async def process_headers(
+        *, browser_type_name: str, playwright_request: Any, scrapy_request_data: dict
+    ) -> dict[str, str]:
+        if user is None:
+            return dict(await playwright_request.all_headers())
+        if not carries_crawl_headers(playwright_request, scrapy_request_data["url"]):
+            scrapy_request_data = {**scrapy_request_data, "headers": Headers()}
+        result = user(
+            browser_type_name=browser_type_name,
+            playwright_request=playwright_request,
+            scrapy_request_data=scrapy_request_data,
+        )
+        return await result if inspect.isawaitable(result) else result
+
+    return process_headers
+
+
 class _CrawlerView:
-    """The crawler, as seen by one browser's handler: its own PLAYWRIGHT_* settings."""
+    """The crawler, as seen by one browser's handler: its own PLAYWRIGHT_* settings
+    (:func:`engine_settings`)."""
 
     def __init__(self, crawler: Crawler, overrides: dict[str, Any]) -> None:
         self._crawler = crawler
         settings = crawler.settings.copy()
         settings.frozen = False  # a private copy: the crawler's own settings stay frozen
-        settings.update(overrides, priority="cmdline")
+        settings.update(engine_settings(crawler.settings, overrides), priority="cmdline")
         settings.freeze()
         self.settings = settings
 
@@ -885,6 +966,10 @@ class _Engines:
         self._pages: dict[str, int] = {}  # engine → pages given a context so far
         self._in_use: dict[str, int] = {}  # context name → downloads using it now
         self.reuse_pages = crawler.settings.getbool("FOCUS_BROWSER_REUSE_PAGES", True)
+        # The user's PLAYWRIGHT_CONTEXTS["default"]: how our contexts are made.
+        self.default_context: dict[str, Any] = dict(
+            crawler.settings.getdict("PLAYWRIGHT_CONTEXTS").get("default") or {}
+        )
         self._idle: dict[str, list[Any]] = {}  # context name → open pages between downloads
         # Idle pages close with the spider, so that its final stats count them closed
         # (the handlers, and the browsers, close later, on engine_stopped).
@@ -1095,6 +1180,11 @@ class FocusDownloadHandler:
             # Ours: the current generation, held until this download ends, so that no
             # other download closes it before this page exists.
             taken = meta["playwright_context"] = self._shared.take_context(engine)
+        user_kwargs = meta.get("playwright_context_kwargs")
+        if taken is not None and user_kwargs is None and self._shared.default_context:
+            # Where scrapy-playwright would use the user's "default" context, ours
+            # are made like it (user agent, proxy, storage state...).
+            meta["playwright_context_kwargs"] = self._shared.default_context
         watch = not meta.get("playwright_include_page")
         try:
             if (
@@ -1107,6 +1197,7 @@ class FocusDownloadHandler:
         finally:
             if taken is not None:
                 self._shared.release_context(taken)
+            _restore(meta, "playwright_context_kwargs", user_kwargs)
 
     async def _browse_reusing(
         self, engine: str, handler: Any, request: Request, spider: Any, context: str
