@@ -158,3 +158,50 @@ def test_the_link_model_resumes_from_the_job_and_a_pickle_in_its_place_is_not_ru
         assert forged.model.scorer is not None
         assert forged.model.scorer.model.updates == 0  # a new model, not the file's
     assert not marker.exists()
+
+
+def test_queued_entries_read_back_are_data_never_code(tmp_path, monkeypatch):
+    """What JOBDIR's frontier holds cannot run code or import a module when a
+    resumed crawl reads it: a pickle that calls a function, and an entry naming a
+    request class in a module not loaded (one that would run on import), are
+    unreadable entries, dropped and counted; the good entry next to them is taken."""
+    marker = tmp_path / "planted"
+    module_dir = tmp_path / "modules"
+    module_dir.mkdir()
+    (module_dir / "planted_requests.py").write_text(
+        f"from pathlib import Path\nPath({str(marker) + '-import'!r}).touch()\n"
+        "from scrapy import Request\nclass Evil(Request):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(module_dir))
+    with open_scheduler(tmp_path) as first:
+        assert first.enqueue_request(link("/library/threading.html", "/index.html", 0.9, "t"))
+    store = LmdbFrontierStore(tmp_path / "job" / "focus-frontier")
+    host = SITE.split("//", 1)[1]
+    store.push(host, 0, 0.99, pickle.dumps({"url": f"{SITE}/a.html", "x": _Planted(marker)}))
+    forged_class = {"url": f"{SITE}/b.html", "_class": "planted_requests.Evil", "meta": {}}
+    store.push(host, 0, 0.98, pickle.dumps(forged_class))
+    store.close()
+    with open_scheduler(tmp_path) as resumed:
+        taken = drain(resumed)
+        assert [request.url for request in taken] == [f"{SITE}/library/threading.html"]
+        assert resumed.crawler.stats.get_value("focus/frontier/unreadable") == 2
+    assert not marker.exists()
+    assert not Path(str(marker) + "-import").exists()
+
+
+def test_a_request_with_objects_in_its_meta_stays_in_memory_and_page_methods_go_to_disk(
+    tmp_path,
+):
+    from scrapy_playwright.page import PageMethod
+
+    with open_scheduler(tmp_path) as scheduler:
+        kept = link("/library/threading.html", "/index.html", 0.9, "threads")
+        kept.meta["playwright_page_methods"] = [PageMethod("evaluate", "1 + 1")]
+        odd = link("/library/queue.html", "/index.html", 0.9, "queue")
+        sentinel = odd.meta["when"] = object()  # not data: kept in memory, as Scrapy's queues do
+        assert scheduler.enqueue_request(kept) and scheduler.enqueue_request(odd)
+        assert scheduler.crawler.stats.get_value("scheduler/unserializable") == 1
+        taken = {request.url: request for request in drain(scheduler)}
+    (method,) = taken[f"{SITE}/library/threading.html"].meta["playwright_page_methods"]
+    assert (method.method, method.args) == ("evaluate", ("1 + 1",))
+    assert taken[f"{SITE}/library/queue.html"].meta["when"] is sentinel

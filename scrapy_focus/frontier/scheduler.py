@@ -54,10 +54,10 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.dupefilters import BaseDupeFilter, RFPDupeFilter
 from scrapy.utils.misc import build_from_crawler, load_object
-from scrapy.utils.request import request_from_dict
 
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.faults import StorageError, storage_failed
+from scrapy_focus.frontier.payload import UnsafePayload, dump_entry, load_entry, to_request
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after, politeness_for
 from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, model_for
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
@@ -555,7 +555,7 @@ class FocusScheduler(BaseScheduler):
             # Kept with the entry so that moving it (re-scoring) needs no Request
             # rebuilt to find its fingerprint; request_from_dict ignores the key.
             data[_FINGERPRINT_KEY] = fingerprint
-            return pickle.dumps(data, protocol=5)
+            return dump_entry(data)
         except (ValueError, TypeError, AttributeError, pickle.PicklingError) as error:
             # A callback that is not a spider method cannot go to disk (as with
             # Scrapy's own JOBDIR queues): keep this one request in memory.
@@ -609,7 +609,7 @@ class FocusScheduler(BaseScheduler):
     def _deserialize(self, payload: bytes) -> Request:
         if payload.startswith(_MEMORY_MARK):
             return self._memory.pop(int(payload[len(_MEMORY_MARK) :]))
-        return request_from_dict(pickle.loads(payload), spider=self.spider)
+        return to_request(load_entry(payload), self.spider)
 
     # -- dequeue helpers
 
@@ -660,7 +660,10 @@ class FocusScheduler(BaseScheduler):
             return entry
         if entry.payload.startswith(_MEMORY_MARK):
             return entry
-        data = pickle.loads(entry.payload)
+        try:
+            data = load_entry(entry.payload)
+        except UnsafePayload:
+            return entry  # _take finds it unreadable and drops it
         focus = data.get("meta", {}).get("focus")
         if not focus or not focus.get("parent_url"):
             return entry
@@ -678,7 +681,7 @@ class FocusScheduler(BaseScheduler):
         """The fingerprint of a stored request (a moved entry's new key is noted under it)."""
         if _FINGERPRINT_KEY in data:
             return data[_FINGERPRINT_KEY]
-        request = request_from_dict(data, spider=self.spider)
+        request = to_request(data, self.spider)
         return self._fingerprint(request)
 
     def _place(self, host: str) -> None:
@@ -925,7 +928,10 @@ class FocusScheduler(BaseScheduler):
                 if payload.startswith(_MEMORY_MARK):
                     continue
                 _, priority, old_score, _ = decode_key(key)
-                data = pickle.loads(payload)
+                try:
+                    data = load_entry(payload)
+                except UnsafePayload:
+                    continue  # unreadable: dropped when its host's turn comes
                 focus = data.get("meta", {}).get("focus")
                 if priority != 0 or not focus or not focus.get("parent_url"):
                     continue
