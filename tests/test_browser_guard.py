@@ -142,8 +142,9 @@ def test_crawl_headers_reach_the_requested_origin_only(
         seeds,
         escape.host,
         engine,
-        # Both hosts in scope: the iframe, the script's navigation and the redirect all happen.
-        FOCUS_ALLOWED_DOMAINS=f"{escape.host},{other.host}",
+        # Both hosts in scope (host:port: an entry without a port admits only the
+        # default ones): the iframe, the script's navigation and the redirect all happen.
+        FOCUS_ALLOWED_DOMAINS=f"{escape.host}:{escape.farm.port},{other.host}:{other.farm.port}",
         DEFAULT_REQUEST_HEADERS=SECRETS,
     )
     asked = {path: headers for path, headers in escape.received}

@@ -13,7 +13,7 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
-from scrapy_focus.corpus.db import _INDEX, CorpusError, Version, body_hash
+from scrapy_focus.corpus.db import _INDEX, CorpusError, CorruptRecord, Version, body_hash
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.corpus.storage import ContentDecodingError, LmdbCacheStorage, decode_content
 from scrapy_focus.pipelines import ContractPipeline
@@ -438,7 +438,7 @@ def test_explicit_encoding_and_a_subclass_attributes_survive_the_cache(tmp_path)
         assert corpus.response_classes.untrusted == {f"{__name__}.ProductResponse": 1}
 
 
-def test_damaged_version_record_is_a_miss_and_the_next_download_repairs_it(tmp_path):
+def test_damaged_version_record_raises_and_the_next_download_repairs_it(tmp_path):
     storage, spider = open_storage(tmp_path)
     request = Request("http://example.com/a")
     storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
@@ -450,7 +450,9 @@ def test_damaged_version_record_is_a_miss_and_the_next_download_repairs_it(tmp_p
             db=storage.db._dbs[b"versions"],
         )
 
-    assert storage.retrieve_response(spider, request) is None
+    # Raised, as Scrapy's storages do: HttpCacheMiddleware logs it and counts a miss.
+    with pytest.raises(CorruptRecord):
+        storage.retrieve_response(spider, request)
     assert spider.crawler.stats.get_value("focus/corpus/corrupt_record") == 1
     storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
     cached = storage.retrieve_response(spider, request)

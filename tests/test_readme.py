@@ -145,12 +145,17 @@ def test_ci_runs_exactly_the_readme_test_command():
     )
 
 
-@pytest.mark.parametrize(("pytest_exit", "ci_exit"), [(0, 0), (1, 1), (2, 2), (5, 1)])
-def test_ci_run_fails_when_tests_fail_or_none_ran(tmp_path, pytest_exit, ci_exit):
-    # .ci/run against stand-ins: a setup that does nothing, a "python" that exits as told.
+@pytest.mark.parametrize(
+    ("pytest_exit", "compat_exit", "ci_exit"),
+    [(0, 0, 0), (1, 0, 1), (2, 0, 2), (5, 0, 1), (0, 3, 3), (1, 3, 1)],
+)
+def test_ci_run_fails_when_tests_fail_or_none_ran(tmp_path, pytest_exit, compat_exit, ci_exit):
+    # .ci/run against stand-ins: a setup that does nothing, a "python" that exits as
+    # told, and a compatibility job that exits as told.
     (tmp_path / ".ci").mkdir()
     shutil.copy(CI_RUN, tmp_path / ".ci" / "run")
     (tmp_path / ".ci" / "setup").write_text("true\n")
+    (tmp_path / ".ci" / "compat").write_text(f"exit {compat_exit}\n")
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     python = tmp_path / ".venv" / "bin" / "python"
     python.write_text(f"#!/bin/sh\nexit {pytest_exit}\n")
