@@ -1,0 +1,1 @@
+"""Compatibility tests: Scrapy's released suite (run.py) and scrapy-playwright parity."""
