@@ -1117,6 +1117,11 @@ _SHARED: WeakKeyDictionary[Any, _Engines] = WeakKeyDictionary()
 #: own, as with scrapy-playwright alone (``playwright_include_page`` also turns the
 #: challenge wait off: the spider gets the page as it was first answered).
 _USER_PAGE_KEYS = ("playwright_include_page", "playwright_page", "playwright_page_event_handlers")
+#: ``meta["focus_start_reason"]`` of a request the user sent to the browser
+#: (``meta["playwright"]``, as scrapy-playwright users write it): it is fetched as
+#: scrapy-playwright alone fetches it (a page of its own, no challenge wait: the
+#: page as loaded by their goto kwargs), and the ladder never escalates it.
+USER_BROWSER = "playwright-meta"
 
 
 class FocusDownloadHandler:
@@ -1185,13 +1190,16 @@ class FocusDownloadHandler:
             # Where scrapy-playwright would use the user's "default" context, ours
             # are made like it (user agent, proxy, storage state...).
             meta["playwright_context_kwargs"] = self._shared.default_context
-        watch = not meta.get("playwright_include_page")
+        user_driven = meta.get("focus_start_reason") == USER_BROWSER
+        watch = not (user_driven or meta.get("playwright_include_page"))
         try:
-            if (
-                taken is None
-                or not self._shared.reuse_pages
-                or any(meta.get(key) for key in _USER_PAGE_KEYS)
-            ):
+            own_page = user_driven or any(meta.get(key) for key in _USER_PAGE_KEYS)
+            if taken is None or not self._shared.reuse_pages or own_page:
+                if taken is not None:
+                    # Pages kept idle for reuse count against the context's
+                    # PLAYWRIGHT_MAX_PAGES_PER_CONTEXT: a page of its own must not
+                    # wait for them.
+                    await self._shared.close_idle_pages(taken)
                 return await self._browse_in(engine, handler, request, spider, watch)
             return await self._browse_reusing(engine, handler, request, spider, taken)
         finally:

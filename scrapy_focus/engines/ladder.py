@@ -58,7 +58,7 @@ from scrapy_focus.corpus.db import acquire, release
 from scrapy_focus.corpus.storage import CorpusConfig
 from scrapy_focus.engines.breaker import CircuitBreaker
 from scrapy_focus.engines.detect import judge, page_of
-from scrapy_focus.engines.handler import EngineInfo, engines_or_not_configured
+from scrapy_focus.engines.handler import USER_BROWSER, EngineInfo, engines_or_not_configured
 from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
 from scrapy_focus.frontier.politeness import politeness_for
 
@@ -171,7 +171,7 @@ class EngineLadderMiddleware:
         if meta.get("focus_engine"):
             return str(meta["focus_engine"]), "meta"
         if meta.get("playwright"):
-            return "chromium", "playwright-meta"
+            return "chromium", USER_BROWSER
         domain = domain_of(request.url)
         engine = self._override(domain)
         if engine is not None:
@@ -200,7 +200,7 @@ class EngineLadderMiddleware:
                 self.stats.inc_value("focus/ladder/probe")
         # Whether a block or a shell would be escalated: then the extraction
         # middleware leaves it unextracted and the verdict comes at once.
-        meta["focus_escalable"] = self._next_engine(str(meta["focus_engine"])) is not None
+        meta["focus_escalable"] = self._next_engine(request, str(meta["focus_engine"])) is not None
         domain = domain_of(request.url)
         if self.breaker.state(domain) == "open":
             # Hold it: back to the frontier, which keeps the domain waiting.
@@ -347,12 +347,14 @@ class EngineLadderMiddleware:
         }
         request.meta["focus_trace"] = [*request.meta.get("focus_trace", []), entry]
 
-    def _next_engine(self, engine: str) -> str | None:
+    def _next_engine(self, request: Request, engine: str) -> str | None:
+        if request.meta.get("focus_start_reason") == USER_BROWSER:
+            return None  # the user chose the browser, as with scrapy-playwright alone
         position = self.order.index(engine) if engine in self.order else len(self.order)
         return self.order[position + 1] if position + 1 < len(self.order) else None
 
     def _escalate(self, request: Request, engine: str, reason: str) -> Request | None:
-        following = self._next_engine(engine)
+        following = self._next_engine(request, engine)
         if following is None:
             self.stats.inc_value("focus/ladder/exhausted")
             return None

@@ -2,7 +2,7 @@
 
 Arguments: ``-a urls=URL[,URL...]`` (fetched in Chromium, the page handed to the
 callback with ``playwright_include_page``) and ``-a plain=URL[,URL...]`` (fetched in
-Chromium by ``meta["playwright"]`` alone).
+Chromium as the ladder fetches a page it sends there, ``meta["focus_engine"]``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class BrowserPageSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.plain:
-            yield scrapy.Request(url, meta={"playwright": True}, callback=self.parse_plain)
+            yield scrapy.Request(url, meta={"focus_engine": "chromium"}, callback=self.parse_plain)
         for url in self.driven:
             yield scrapy.Request(
                 url, meta={"playwright": True, "playwright_include_page": True}, priority=-1
