@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from scrapy.utils.misc import load_object
 
 from scrapy_focus import settings as focus_defaults
+from scrapy_focus.urls import WEB_SCHEMES
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -72,7 +73,7 @@ class Addon:
 
         if settings.getbool("FOCUS_LADDER_ENABLED"):
             handlers = settings.getdict("DOWNLOAD_HANDLERS")
-            for scheme in ("http", "https"):
+            for scheme in WEB_SCHEMES:
                 if scheme not in handlers:  # a user's own handler stays
                     handlers[scheme] = HANDLER
             settings.set("DOWNLOAD_HANDLERS", handlers, priority=PRIORITY)

@@ -273,6 +273,10 @@ def _split_entry(entry: str) -> tuple[str, int | None]:
     return host, int(port) if port else None
 
 
+#: The schemes of web pages: the engines fetch them, the frontier ranks them.
+WEB_SCHEMES: tuple[str, ...] = ("http", "https")
+
+
 @dataclass(frozen=True)
 class Scope:
     """Which URLs a crawl may fetch, and the crawler-trap guards.
@@ -289,7 +293,7 @@ class Scope:
     allowed_domains: tuple[str, ...] = ()  # empty: any; entries match subdomains too
     allowed_paths: tuple[str, ...] = ()  # path prefixes; empty: any
     denied: tuple[re.Pattern[str], ...] = ()  # URL regexes that are never fetched
-    schemes: tuple[str, ...] = ("http", "https")
+    schemes: tuple[str, ...] = WEB_SCHEMES
     max_depth: int = 0  # 0: unlimited
     max_url_length: int = 2048
     max_repeated_segment: int = 2  # a path segment repeated more often is a trap

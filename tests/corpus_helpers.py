@@ -1,7 +1,11 @@
-"""Open a real LmdbCacheStorage the way Scrapy's HttpCacheMiddleware does."""
+"""Open a real LmdbCacheStorage the way Scrapy's HttpCacheMiddleware does; run
+``scrapy focus-corpus`` as a user would."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +35,19 @@ def open_storage(
 
 def corpus_dir(tmp_path: Path, name: str = "unit") -> Path:
     return tmp_path / "cache" / name
+
+
+REPO = Path(__file__).parent.parent
+
+
+def focus_corpus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``scrapy focus-corpus ARGS...`` in *cwd*, this checkout's package first on the path."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "focus-corpus", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )

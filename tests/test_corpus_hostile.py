@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from scrapy_focus.corpus.db import CorpusDB, Fetch
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.urls import canonicalize_url, url_fingerprint
+from tests.corpus_helpers import focus_corpus
 from tests.crawl import CrawlResult, crawl_command, run_crawl, run_focus_crawl
 from tests.farm import article_html
 from tests.hostile import (
@@ -59,18 +59,6 @@ def measured_crawl(
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     result = CrawlResult(os.waitstatus_to_exitcode(status), log_file.read_text(), items, stats)
     return result, usage.ru_maxrss * 1024  # Linux reports KiB
-
-
-def focus_corpus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "focus-corpus", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-    )
 
 
 def test_a_crafted_corpus_cannot_choose_what_python_imports(tmp_path):

@@ -15,6 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from scrapy_focus.corpus.export import export_jsonl, export_warc
 from scrapy_focus.corpus.reader import Corpus
+from tests.corpus_helpers import focus_corpus
 from tests.crawl import run_crawl
 from tests.farm import article_html
 
@@ -93,17 +94,6 @@ def test_warc_export_is_read_back_by_warcio(crawled, farm, tmp_path):
                     )
                 )
     assert found == expected
-
-
-def focus_corpus(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "focus-corpus", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
 
 
 def test_focus_corpus_command_stats_ls_show_export(crawled, farm, tmp_path):

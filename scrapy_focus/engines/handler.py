@@ -598,12 +598,13 @@ class _Guard:
         if process is None:
             headers = dict(await playwright_request.all_headers())
         else:
-            result = process(
-                browser_type_name=data["browser_type_name"],
-                playwright_request=playwright_request,
-                scrapy_request_data={key: data[key] for key in _REQUEST_DATA_KEYS},
+            headers = await _awaited(
+                process(
+                    browser_type_name=data["browser_type_name"],
+                    playwright_request=playwright_request,
+                    scrapy_request_data={key: data[key] for key in _REQUEST_DATA_KEYS},
+                )
             )
-            headers = await result if inspect.isawaitable(result) else result
         kwargs: dict[str, Any] = {"headers": headers, "max_redirects": 0}
         if playwright_request.url.rstrip("/") == data["url"].rstrip("/"):
             kwargs["method"] = data["method"]
@@ -915,12 +916,13 @@ def scoped_headers(process: Any) -> Callable[..., Any]:
             return dict(await playwright_request.all_headers())
         if not carries_crawl_headers(playwright_request, scrapy_request_data["url"]):
             scrapy_request_data = {**scrapy_request_data, "headers": Headers()}
-        result = user(
-            browser_type_name=browser_type_name,
-            playwright_request=playwright_request,
-            scrapy_request_data=scrapy_request_data,
+        return await _awaited(
+            user(
+                browser_type_name=browser_type_name,
+                playwright_request=playwright_request,
+                scrapy_request_data=scrapy_request_data,
+            )
         )
-        return await result if inspect.isawaitable(result) else result
 
     return process_headers
 
@@ -1105,9 +1107,7 @@ class _Engines:
 
 async def _close_handler(engine: str, handler: Any) -> None:
     try:
-        result = handler.close()
-        if inspect.isawaitable(result):
-            await result
+        await _awaited(handler.close())
     except Exception:
         logger.exception("Closing the %s engine failed", engine)
 
@@ -1172,8 +1172,9 @@ class FocusDownloadHandler:
         return response
 
     async def _fetch(self, handler: Any, request: Request, spider: Any) -> Response:
-        result = _call(handler.download_request, request, spider or self.crawler.spider)
-        return await result if inspect.isawaitable(result) else result
+        return await _awaited(
+            _call(handler.download_request, request, spider or self.crawler.spider)
+        )
 
     async def _browse(self, engine: str, handler: Any, request: Request, spider: Any) -> Response:
         """One browser page: scrapy-playwright's download, plus the challenge wait."""
@@ -1315,6 +1316,12 @@ class FocusDownloadHandler:
         if self._shared.users == 0:
             _SHARED.pop(self.crawler, None)
             await self._shared.close()
+
+
+async def _awaited(value: Any) -> Any:
+    """*value*, awaited if it is awaitable: a user's hook may be sync or async, an old
+    handler may answer with a Deferred (made awaitable by :func:`_call`)."""
+    return await value if inspect.isawaitable(value) else value
 
 
 def _restore(meta: dict[str, Any], key: str, value: Any) -> None:

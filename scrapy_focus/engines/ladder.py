@@ -61,6 +61,7 @@ from scrapy_focus.engines.detect import judge, page_of
 from scrapy_focus.engines.handler import USER_BROWSER, EngineInfo, engines_or_not_configured
 from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
 from scrapy_focus.frontier.politeness import politeness_for
+from scrapy_focus.urls import WEB_SCHEMES
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -100,9 +101,6 @@ try:  # Scrapy >= 2.14 wraps them in its own exceptions
 except ImportError:  # pragma: no cover
     pass
 
-
-#: The schemes the engines fetch: the ladder leaves any other to Scrapy's handlers.
-_WEB_SCHEMES = ("http", "https")
 
 #: A streak of right start engines past which a domain is no longer held back.
 _SETTLED = 16
@@ -182,7 +180,7 @@ class EngineLadderMiddleware:
         return engine, ("probe" if probe else "history")
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
-        if urlsplit(request.url).scheme not in _WEB_SCHEMES:
+        if urlsplit(request.url).scheme not in WEB_SCHEMES:
             # data:, file:, ftp:, an unknown scheme: Scrapy's own handler fetches it or
             # fails with NotSupported; no browser is the better engine for it.
             return None

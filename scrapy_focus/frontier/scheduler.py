@@ -63,7 +63,7 @@ from scrapy_focus.frontier.relevance import FocusModel, LinkContext, LinkModel, 
 from scrapy_focus.frontier.store_local import Entry, LmdbFrontierStore, decode_key, encode_key
 from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.signals import PAGE_ITEMS_KEY, PAGE_OUTPUT_KEY, PageOutput
-from scrapy_focus.urls import Scope, host_of, scope_entry, seed_entries
+from scrapy_focus.urls import WEB_SCHEMES, Scope, host_of, scope_entry, seed_entries
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -77,9 +77,6 @@ logger = logging.getLogger(__name__)
 
 _FINGERPRINT_KEY = "_focus_fingerprint"  # in a stored request's dict
 _MEMORY_MARK = b"\x00mem:"  # payload of a request that could not be serialised
-# Schemes the frontier ranks and keeps polite; a user's request for another goes
-# straight to the downloader (its handlers decide), a discovered link is rejected.
-_WEB_SCHEMES = ("http", "https")
 # Scrapy's queue settings: the frontier orders requests itself and ignores them.
 _QUEUE_SETTINGS = (
     "SCHEDULER_PRIORITY_QUEUE",
@@ -133,7 +130,7 @@ class FrontierConfig:
                 allowed_domains=allowed.allowed_domains,
                 allowed_paths=tuple(settings.getlist("FOCUS_ALLOWED_PATHS")),
                 denied=tuple(re.compile(p) for p in settings.getlist("FOCUS_DENY")),
-                schemes=tuple(settings.getlist("FOCUS_SCHEMES") or ["http", "https"]),
+                schemes=tuple(settings.getlist("FOCUS_SCHEMES") or WEB_SCHEMES),
                 max_depth=settings.getint("FOCUS_MAX_DEPTH") or settings.getint("DEPTH_LIMIT"),
                 max_url_length=settings.getint("FOCUS_MAX_URL_LENGTH", 2048),
                 max_repeated_segment=settings.getint("FOCUS_MAX_REPEATED_SEGMENT", 2),
@@ -340,7 +337,7 @@ class FocusScheduler(BaseScheduler):
         )
         # A user's request for something other than a web page (data:, file:, ftp:,
         # an unknown scheme) is the downloader's to fetch or refuse, as in Scrapy.
-        web = urlsplit(request.url).scheme in _WEB_SCHEMES
+        web = urlsplit(request.url).scheme in WEB_SCHEMES
         # The scope grows before the duplicate check: a seed seen before (a resumed
         # crawl) still says what the crawl may fetch.
         if seed and web:
