@@ -2,8 +2,9 @@
 
 The :class:`~scrapy_focus.Addon` copies these into a crawler's settings at
 ``addon`` priority, so a value set in a project's ``settings.py``, a spider's
-``custom_settings`` or on the command line always wins.  Components read the
-settings from ``crawler.settings``; they never import this module for values.
+``custom_settings`` or on the command line always wins.  Components never read
+settings themselves: :class:`~scrapy_focus.config.FocusConfig` reads them once,
+with these defaults for any the crawler's settings lack.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ FOCUS_CORPUS_READAHEAD = True
 FOCUS_CORPUS_COMPRESSION = "zstd"
 FOCUS_CORPUS_COMPRESSION_LEVEL = 3
 
-#: Request meta keys stored with each version, when JSON-serialisable.  Later
-#: components register theirs here (``focus_engine`` is stored anyway).
-FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus", "focus_trace"]
+#: Request meta keys stored with each version, when JSON-serialisable.  ``focus``
+#: (the request's :class:`~scrapy_focus.state.FocusState`) is stored as its record:
+#: the link, the engine and the attempts before the stored one.
+FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus"]
 
 #: Response classes, besides Scrapy's own (Response, TextResponse, HtmlResponse,
 #: XmlResponse, JsonResponse), that a stored version may be rebuilt as (dotted
@@ -217,6 +219,8 @@ FOCUS_LADDER_ENABLED = True
 FOCUS_ENGINES: list[str] = ["http", "chromium", "stealth"]
 #: Per-domain start engine, e.g. ``{"example.com": "chromium"}`` (subdomains too).
 FOCUS_ENGINE_DOMAINS: dict[str, str] = {}
+#: The download handler of the ``http`` engine (a dotted path).
+FOCUS_HTTP_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 #: Chromium binary; None: Playwright's own build if installed, else a
 #: chromium / google-chrome on PATH (Debian: /usr/bin/chromium).
 FOCUS_CHROMIUM_EXECUTABLE: str | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_focus.extract.middleware import metadata_setting
+from scrapy_focus.extract.options import metadata_setting
 from scrapy_focus.extract.page import METADATA_FIELDS
 from tests.crawl import run_crawl
 

@@ -20,9 +20,7 @@ verdict, and with it what DomainHistory learns, does not wait in the pool's queu
 from __future__ import annotations
 
 import logging
-import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -30,13 +28,12 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from scrapy_focus.engines.detect import page_of, prejudge
-from scrapy_focus.extract.page import METADATA_FIELDS, ExtractOptions
 from scrapy_focus.extract.pool import ExtractionPool
+from scrapy_focus.runtime import FocusRuntime
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -44,59 +41,11 @@ logger = logging.getLogger(__name__)
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 
 
-@dataclass(frozen=True)
-class ExtractConfig:
-    workers: int
-    timeout: float
-    mode: str
-    function: str
-    options: ExtractOptions
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> ExtractConfig:
-        with_metadata, fields = metadata_setting(settings.get("FOCUS_EXTRACT_METADATA", True))
-        return cls(
-            workers=settings.getint("FOCUS_EXTRACT_WORKERS") or (os.cpu_count() or 1),
-            timeout=settings.getfloat("FOCUS_EXTRACT_TIMEOUT", 10.0),
-            mode=settings.get("FOCUS_EXTRACT_MODE", "process"),
-            function=settings.get("FOCUS_EXTRACT_FUNCTION")
-            or "scrapy_focus.extract.page.extract_page",
-            options=ExtractOptions(
-                fast=settings.getbool("FOCUS_EXTRACT_FAST"),
-                with_metadata=with_metadata,
-                metadata_fields=fields,
-                favor_precision=settings.getbool("FOCUS_EXTRACT_FAVOR_PRECISION"),
-                favor_recall=settings.getbool("FOCUS_EXTRACT_FAVOR_RECALL"),
-                include_tables=settings.getbool("FOCUS_EXTRACT_TABLES", True),
-                max_tree_size=settings.getint("FOCUS_EXTRACT_MAX_TREE_SIZE", 30_000),
-                max_html_bytes=settings.getint("FOCUS_EXTRACT_MAX_BYTES", 8 * 1024 * 1024),
-            ),
-        )
-
-
-def metadata_setting(value: Any) -> tuple[bool, tuple[str, ...]]:
-    """``FOCUS_EXTRACT_METADATA``: True (every field), False (none), or the fields to
-    look for, a list or a comma-separated string (``"title,date"``)."""
-    if isinstance(value, str) and value.strip().lower() in {"1", "0", "true", "false", ""}:
-        value = value.strip().lower() in {"1", "true"}
-    if isinstance(value, bool) or value is None:
-        return bool(value), METADATA_FIELDS
-    names = value.split(",") if isinstance(value, str) else list(value)
-    fields = tuple(name.strip() for name in names if name.strip())
-    unknown = sorted(set(fields) - set(METADATA_FIELDS))
-    if unknown:
-        raise ValueError(
-            f"FOCUS_EXTRACT_METADATA: unknown field(s) {', '.join(unknown)}; use True, False "
-            f"or a list of {', '.join(METADATA_FIELDS)}"
-        )
-    return bool(fields), fields
-
-
 class ExtractionMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("FOCUS_EXTRACT_ENABLED"):
+        self.config = FocusRuntime.of(crawler).config.extract
+        if not self.config.enabled:
             raise NotConfigured
-        self.config = ExtractConfig.from_settings(crawler.settings)
         self.stats = crawler.stats
         self.pool = ExtractionPool(
             self.config.workers,

@@ -33,30 +33,8 @@ from trafilatura.metadata import (
 from trafilatura.settings import Document, set_date_params, use_config
 from trafilatura.xml import xmltotxt
 
+from scrapy_focus.extract.options import METADATA_FIELDS, ExtractOptions
 from scrapy_focus.text import decode
-
-#: The metadata an extraction can hold (``FOCUS_EXTRACT_METADATA`` picks among them).
-METADATA_FIELDS = ("title", "author", "date", "description", "sitename", "language")
-
-
-@dataclass(frozen=True)
-class ExtractOptions:
-    """How extraction trades speed for completeness (``FOCUS_EXTRACT_*`` settings)."""
-
-    # trafilatura's fallback extractors on: fast=True saves ~15% of the time but loses 3 points
-    # of word F1 on WCXB (11 on forums): see docs/benchmarks.md
-    fast: bool = False
-    with_metadata: bool = True  # title, author, date, description, site name, language
-    # which of METADATA_FIELDS to look for (with_metadata): author and date cost the most
-    metadata_fields: tuple[str, ...] = METADATA_FIELDS
-    favor_precision: bool = False
-    favor_recall: bool = False
-    include_tables: bool = True
-    # elements kept from the parsed tree, in document order (the rest is dropped): trafilatura
-    # takes ~0.1-0.3 ms per element, so this keeps a page within seconds; the largest of the
-    # 1,678 labelled pages in docs/benchmarks.md has 15,793 elements
-    max_tree_size: int = 30_000
-    max_html_bytes: int = 8 * 1024 * 1024  # larger bodies are not extracted at all
 
 
 @dataclass(frozen=True)
