@@ -30,8 +30,9 @@ from scrapy_focus.contract import (
 )
 from scrapy_focus.corpus.db import CorpusDB, PageState, QuarantineEntry, acquire, release
 from scrapy_focus.corpus.freshness import RecrawlPolicy
-from scrapy_focus.corpus.storage import CorpusConfig
+from scrapy_focus.corpus.storage import db_options
 from scrapy_focus.items import PageItem
+from scrapy_focus.runtime import FocusRuntime
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -99,7 +100,7 @@ class ContractPipeline:
         self.recrawl = (
             RecrawlPolicy.from_settings(settings) if settings.getbool("FOCUS_RECRAWL") else None
         )
-        self.corpus = CorpusConfig.from_settings(settings)
+        self.corpus = FocusRuntime.of(crawler).config.corpus
         self.db: CorpusDB | None = None
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
@@ -110,7 +111,7 @@ class ContractPipeline:
 
     def open_spider(self, spider: Spider | None = None) -> None:
         spider = spider or self.crawler.spider
-        self.db = acquire(self.corpus.corpus_path(spider.name), **self.corpus.db_options())
+        self.db = acquire(self.corpus.corpus_path(spider.name), **db_options(self.corpus))
 
     def close_spider(self, spider: Spider | None = None) -> None:
         if self.db is not None:

@@ -75,6 +75,21 @@ class FocusRuntime:
 
         return FocusModel.from_config(self.config.topic, getattr(self.crawler, "spider", None))
 
+    # -- corpus
+
+    @cached_property
+    def corpus(self) -> CorpusDB:
+        """The crawl's corpus, opened on first use (once the spider exists) and
+        closed when the engine stops.  Every component that reads or writes the
+        corpus uses this one handle."""
+        from scrapy_focus.corpus.db import acquire, release
+        from scrapy_focus.corpus.storage import db_options
+
+        config = self.config.corpus
+        db = acquire(config.corpus_path(self.crawler.spider.name), **db_options(config))
+        self.on_close(lambda: release(db))
+        return db
+
     # -- closing
 
     def on_close(self, closer: Any) -> None:

@@ -25,7 +25,8 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_focus.contract import ACCEPTED, UNCHANGED
 from scrapy_focus.corpus.db import acquire, release
-from scrapy_focus.corpus.storage import CorpusConfig
+from scrapy_focus.corpus.storage import db_options
+from scrapy_focus.runtime import FocusRuntime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,7 +41,7 @@ class CorpusRequeueMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.recrawl = crawler.settings.getbool("FOCUS_RECRAWL")
-        self.corpus = CorpusConfig.from_settings(crawler.settings)
+        self.corpus = FocusRuntime.of(crawler).config.corpus
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -59,7 +60,7 @@ class CorpusRequeueMiddleware:
         path = self.corpus.corpus_path(spider.name)
         if not (path / "data.mdb").exists():
             return []
-        db = acquire(path, **self.corpus.db_options())
+        db = acquire(path, **db_options(self.corpus))
         try:
             requests = []
             for entry in db.released():

@@ -27,8 +27,6 @@ import functools
 import ipaddress
 import logging
 import zlib
-from dataclasses import dataclass
-from pathlib import Path
 from time import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +36,8 @@ from scrapy.http import Headers, HtmlResponse, JsonResponse, Response, TextRespo
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.gz import gunzip
 from scrapy.utils.misc import load_object
-from scrapy.utils.project import data_path
 
+from scrapy_focus.config import CorpusConfig, FocusConfig
 from scrapy_focus.corpus.db import (
     BodyCodec,
     CorpusDB,
@@ -59,65 +57,27 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CorpusConfig:
-    """The storage's settings, read once."""
-
-    directory: str  # empty: <HTTPCACHE_DIR>/<spider name>
-    cache_dir: str
-    expiration_secs: int
-    map_size: int
-    fsync: bool
-    readahead: bool
-    compression: str
-    compression_level: int
-    meta_keys: tuple[str, ...]
-    max_decoded_size: int
-    tracking_params: tuple[str, ...]
-    response_classes: tuple[str, ...]
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> CorpusConfig:
-        return cls(
-            directory=settings.get("FOCUS_CORPUS_DIR") or "",
-            cache_dir=settings.get("HTTPCACHE_DIR") or "httpcache",
-            expiration_secs=settings.getint("HTTPCACHE_EXPIRATION_SECS"),
-            map_size=settings.getint("FOCUS_CORPUS_MAP_SIZE", 256 * 1024 * 1024),
-            fsync=settings.getbool("FOCUS_CORPUS_FSYNC"),
-            readahead=settings.getbool("FOCUS_CORPUS_READAHEAD", True),
-            compression=settings.get("FOCUS_CORPUS_COMPRESSION") or "zstd",
-            compression_level=settings.getint("FOCUS_CORPUS_COMPRESSION_LEVEL", 3),
-            meta_keys=tuple(settings.getlist("FOCUS_CORPUS_META_KEYS", ["depth", "focus"])),
-            max_decoded_size=settings.getint("DOWNLOAD_MAXSIZE"),
-            tracking_params=tuple(settings.getlist("FOCUS_TRACKING_PARAMS")),
-            response_classes=tuple(settings.getlist("FOCUS_CORPUS_RESPONSE_CLASSES")),
-        )
-
-    def db_options(self) -> dict[str, Any]:
-        """How to open the corpus: the same for every component that opens it, since
-        the first to open it in a process (see :func:`~scrapy_focus.corpus.db.acquire`)
-        decides for all."""
-        return {
-            "map_size": self.map_size,
-            "fsync": self.fsync,
-            "readahead": self.readahead,
-            "codec": BodyCodec(self.compression, self.compression_level),
-        }
-
-    def corpus_path(self, spider_name: str) -> Path:
-        if self.directory:
-            return Path(data_path(self.directory, createdir=True))
-        return Path(data_path(self.cache_dir, createdir=True)) / spider_name
+def db_options(config: CorpusConfig) -> dict[str, Any]:
+    """How to open the corpus: the same for every component that opens it, since
+    the first to open it in a process (see :func:`~scrapy_focus.corpus.db.acquire`)
+    decides for all."""
+    return {
+        "map_size": config.map_size,
+        "fsync": config.fsync,
+        "readahead": config.readahead,
+        "codec": BodyCodec(config.compression, config.compression_level),
+    }
 
 
 class LmdbCacheStorage:
     """An ``HTTPCACHE_STORAGE`` backed by one LMDB environment per crawl directory."""
 
     def __init__(self, settings: BaseSettings) -> None:
-        self.config = CorpusConfig.from_settings(settings)
+        # Scrapy builds cache storages from the settings alone, before any crawler part.
+        self.config = FocusConfig.from_settings(settings).corpus
         # Scrapy's storages expose their HTTPCACHE_EXPIRATION_SECS under this name.
         self.expiration_secs = self.config.expiration_secs
-        self._db_options = self.config.db_options()  # an unknown codec fails here, at start-up
+        self._db_options = db_options(self.config)  # an unknown codec fails here, at start-up
         self.db: CorpusDB | None = None
         self._fingerprinter: Any = None
         self._canonical = CanonicalRequestFingerprinter(TrackingParams(self.config.tracking_params))

@@ -55,12 +55,13 @@ from scrapy.http import Request, Response
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 
 from scrapy_focus.corpus.db import acquire, release
-from scrapy_focus.corpus.storage import CorpusConfig
+from scrapy_focus.corpus.storage import db_options
 from scrapy_focus.engines.breaker import CircuitBreaker
 from scrapy_focus.engines.detect import judge, page_of
 from scrapy_focus.engines.handler import USER_BROWSER, EngineInfo, engines_or_not_configured
 from scrapy_focus.engines.history import CorpusHistoryStore, DomainHistory, MemoryHistoryStore
 from scrapy_focus.frontier.politeness import politeness_for
+from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.urls import WEB_SCHEMES
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class EngineLadderMiddleware:
         self._streak: dict[str, int] = {}  # pages in a row that started on their final engine
         if self.learn and self.learning_concurrency > 0:
             self.politeness.add_limit(self._learning_limit)
-        self.corpus = CorpusConfig.from_settings(settings)
+        self.corpus = FocusRuntime.of(crawler).config.corpus
         self._db: Any = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -153,7 +154,7 @@ class EngineLadderMiddleware:
         if not self.learn:
             return
         # History persists next to the corpus, so a later crawl starts where this one learnt.
-        self._db = acquire(self.corpus.corpus_path(spider.name), **self.corpus.db_options())
+        self._db = acquire(self.corpus.corpus_path(spider.name), **db_options(self.corpus))
         self.history.store = CorpusHistoryStore(self._db)
 
     def spider_closed(self, spider: Spider) -> None:
