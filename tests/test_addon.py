@@ -108,3 +108,36 @@ def test_importing_scrapy_focus_installs_no_twisted_reactor():
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_no_component_ties_with_scrapys_own_or_another():
+    from scrapy.settings import default_settings
+
+    from scrapy_focus.addon import COMPONENTS
+
+    for component in COMPONENTS:
+        base = getattr(default_settings, f"{component.setting}_BASE")
+        taken = {order for order in base.values() if order is not None}
+        ours = [c.order for c in COMPONENTS if c.setting == component.setting]
+        assert component.order not in taken, component
+        assert ours.count(component.order) == 1, component
+
+
+def test_the_ladder_sits_between_the_extraction_and_meta_refresh():
+    from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
+    from scrapy.utils.conf import build_component_list
+
+    from scrapy_focus.engines.ladder import EngineLadderMiddleware
+    from scrapy_focus.extract.middleware import ExtractionMiddleware
+
+    order = [
+        load_object(path)
+        for path in build_component_list(
+            settings_with().get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
+        )
+    ]
+    assert (
+        order.index(MetaRefreshMiddleware)
+        < order.index(EngineLadderMiddleware)
+        < order.index(ExtractionMiddleware)
+    )
