@@ -284,7 +284,8 @@ def test_author_is_what_trafilatura_finds(body: str, author: str | None) -> None
     import lxml.html
     from trafilatura.metadata import extract_metadata
 
-    from scrapy_focus.extract.page import _DATE_PARAMS, METADATA_FIELDS, _metadata
+    from scrapy_focus.extract.metadata import _DATE_PARAMS, METADATA_FIELDS
+    from scrapy_focus.extract.metadata import page_metadata as _metadata
 
     html = page(head='<link rel="author" title="About" href="/about.html">', body=body)
     ours = _metadata(lxml.html.document_fromstring(html), URL, METADATA_FIELDS)
