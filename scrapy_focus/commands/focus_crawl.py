@@ -37,6 +37,7 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.conf import feed_process_params_from_cli
 
 from scrapy_focus.addon import Addon
+from scrapy_focus.config import FocusConfig
 from scrapy_focus.faults import FAILED_REASONS
 from scrapy_focus.spiders import FocusSpider
 
@@ -137,7 +138,7 @@ class Command(BaseRunSpiderCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
-        if not self.settings.getlist("FOCUS_SEEDS"):
+        if not FocusConfig.from_settings(self.settings).frontier.seeds:
             raise UsageError("no seeds: pass --seed URL or set seeds in the job file")
         crawler = self._create_crawler(FocusSpider)
         self.crawler_process.crawl(crawler, **opts.spargs)
