@@ -35,7 +35,7 @@ class FakeWrapper:
 
 
 class FakePlaywrightHandler:
-    """What _recycle reads of scrapy-playwright's handler: its context table."""
+    """What BrowserPool.recycle reads of scrapy-playwright's handler: its context table."""
 
     def __init__(self) -> None:
         self.context_wrappers: dict[str, FakeWrapper] = {}
@@ -69,34 +69,34 @@ def handlers(context_pages: int = 2, count: int = 1) -> list[FocusDownloadHandle
 
 def test_contexts_change_generation_every_context_pages_pages():
     (handler,) = handlers(context_pages=2)
-    names = [handler._shared.take_context("chromium") for _ in range(5)]
+    names = [handler.pool.take_context("chromium") for _ in range(5)]
     assert names == ["focus-chromium-0"] * 2 + ["focus-chromium-1"] * 2 + ["focus-chromium-2"]
 
 
 def test_handlers_of_both_schemes_share_the_generations():
     http, https = handlers(context_pages=2, count=2)
-    assert http._shared is https._shared
-    taken = [http._shared.take_context("chromium"), https._shared.take_context("chromium")]
+    assert http.pool is https.pool
+    taken = [http.pool.take_context("chromium"), https.pool.take_context("chromium")]
     assert taken == ["focus-chromium-0", "focus-chromium-0"]
-    assert https._shared.take_context("chromium") == "focus-chromium-1"
+    assert https.pool.take_context("chromium") == "focus-chromium-1"
 
 
 def test_an_old_context_a_download_still_holds_is_not_closed():
     (handler,) = handlers(context_pages=1)
-    shared, playwright = handler._shared, FakePlaywrightHandler()
+    shared, playwright = handler.pool, FakePlaywrightHandler()
     held = shared.take_context("chromium")  # a download with no page yet
     old = playwright.open(held)
     playwright.open(shared.take_context("chromium"))  # the next generation
-    asyncio.run(handler._recycle("chromium", playwright))
+    asyncio.run(handler.pool.recycle("chromium", playwright))
     assert not old.closed and held in playwright.context_wrappers
     shared.release_context(held)
-    asyncio.run(handler._recycle("chromium", playwright))
+    asyncio.run(handler.pool.recycle("chromium", playwright))
     assert old.closed and held not in playwright.context_wrappers
 
 
 def test_downloads_ending_together_close_each_old_context_once():
     (handler,) = handlers(context_pages=1)
-    shared, playwright = handler._shared, FakePlaywrightHandler()
+    shared, playwright = handler.pool, FakePlaywrightHandler()
     old = []
     for _ in range(4):
         name = shared.take_context("chromium")
@@ -106,7 +106,7 @@ def test_downloads_ending_together_close_each_old_context_once():
     playwright.open(current)
 
     async def end_together() -> None:
-        await asyncio.gather(*(handler._recycle("chromium", playwright) for _ in range(3)))
+        await asyncio.gather(*(handler.pool.recycle("chromium", playwright) for _ in range(3)))
 
     asyncio.run(end_together())  # raised KeyError when one closed what another listed
     assert all(context.closed for context in old)
@@ -116,11 +116,11 @@ def test_downloads_ending_together_close_each_old_context_once():
 
 def test_a_context_with_a_page_kept_open_stays():
     (handler,) = handlers(context_pages=1)
-    shared, playwright = handler._shared, FakePlaywrightHandler()
+    shared, playwright = handler.pool, FakePlaywrightHandler()
     name = shared.take_context("chromium")
     kept = playwright.open(name)
     kept.pages.append(object())  # playwright_include_page: the spider closes it
     shared.release_context(name)
     playwright.open(shared.take_context("chromium"))
-    asyncio.run(handler._recycle("chromium", playwright))
+    asyncio.run(handler.pool.recycle("chromium", playwright))
     assert not kept.closed and name in playwright.context_wrappers

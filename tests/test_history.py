@@ -20,6 +20,7 @@ from scrapy_focus.engines.history import (
     MemoryHistoryStore,
 )
 from scrapy_focus.engines.ladder import EngineLadderMiddleware
+from scrapy_focus.runtime import FocusRuntime
 from tests.hostile import article_page
 
 CHROMIUM = "/usr/bin/chromium"
@@ -287,8 +288,9 @@ def crawl_spa_pages(ladder: EngineLadderMiddleware, pages: int) -> list[str]:
         request = Request(f"http://spa.example/{n}.html")
         while True:
             assert ladder.process_request(request) is None
-            engine = request.meta["focus_engine"]
-            if not request.meta["focus_trace"]:
+            state = request.meta["focus"]
+            engine = state.engine
+            if not state.trace():  # no attempt judged yet: the start engine
                 starts.append(engine)
             html = SHELL if engine == "http" else article_page(n)
             response = HtmlResponse(request.url, body=html.encode(), request=request)
@@ -314,10 +316,8 @@ def test_ladder_without_history_starts_every_request_on_the_first_engine():
 
 
 def test_slow_start_holds_new_domains_and_spares_those_whose_engine_is_given():
-    from scrapy_focus.frontier.politeness import politeness_for
-
     ladder = ladder_middleware(FOCUS_ENGINE_DOMAINS={"given.example": "chromium"})
-    politeness = politeness_for(ladder.crawler)
+    politeness = FocusRuntime.of(ladder.crawler).politeness
     assert politeness.concurrency("spa.example") == 1  # new: one request at a time
     assert politeness.concurrency("given.example") == 8  # FOCUS_ENGINE_DOMAINS says
     crawl_spa_pages(ladder, 1)  # escalated: the start engine was wrong
@@ -331,7 +331,7 @@ def test_slow_start_holds_new_domains_and_spares_those_whose_engine_is_given():
     assert politeness.concurrency("meta.example") == 8
     # Pages answered where history started them double the domain's share.
     static = ladder_middleware()
-    politeness = politeness_for(static.crawler)
+    politeness = FocusRuntime.of(static.crawler).politeness
     for n, share in enumerate((2, 4, 8, 8)):
         request = Request(f"http://static.example/{n}.html")
         assert static.process_request(request) is None

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.engines.handler import camoufox_browser
+from scrapy_focus.engines.discovery import camoufox_browser
 from tests.crawl import CrawlResult, run_crawl, run_focus_crawl
 from tests.hostile import (
     FLAKY_RETRY_AFTER,
