@@ -265,6 +265,62 @@ def _close_later(page: Any) -> None:
 _GUARD: contextvars.ContextVar[DownloadGuard | None] = contextvars.ContextVar(
     "focus_guard", default=None
 )
+
+
+class _GuardedPages:
+    """The overrides of :func:`playwright_handler_class`, put before
+    scrapy-playwright's handler in its subclass's bases."""
+
+    focus_engine = "chromium"
+    config: Any
+    stats: Any
+    process_request_headers: Any
+
+    def _make_request_handler(self, *args: Any, **kwargs: Any) -> Callable:
+        inner = super()._make_request_handler(*args, **kwargs)  # type: ignore[misc]
+        guard = _GUARD.get()  # set by _download_request_with_retry, which calls this
+        if guard is None:
+            return inner
+        data = {
+            "method": kwargs["method"],
+            "url": kwargs["url"],
+            "headers": kwargs["headers"],
+            "body": kwargs["body"],
+            "encoding": kwargs["encoding"],
+            "browser_type_name": self.config.browser_type_name,
+            "process_headers": self.process_request_headers,
+        }
+
+        async def handle(route: Any, playwright_request: Any) -> None:
+            await guard.route(route, playwright_request, inner, data)
+
+        return handle
+
+    async def _download_request_with_retry(self, request: Request, spider: Any) -> Response:
+        # Set here, in whatever task and thread scrapy-playwright runs the
+        # download (its threaded loop too), for _make_request_handler to find.
+        state = peek(request)
+        guard = state.guard if state is not None else None
+        _GUARD.set(guard)
+        # scrapy-playwright retries a download whose page closed under it: not
+        # one DOWNLOAD_MAXSIZE has cancelled already.
+        if guard is not None and guard.cancelled:
+            raise DownloadCancelledError(guard.cancelled)
+        return await super()._download_request_with_retry(request, spider)  # type: ignore[misc]
+
+    async def _create_page(self, request: Request, spider: Any) -> Any:
+        page = await super()._create_page(request, spider)  # type: ignore[misc]
+        page.on("popup", self._close_popup)
+        return page
+
+    def _close_popup(self, popup: Any) -> None:
+        # A window the page opened is owned by no download: it would run and
+        # fetch unseen, outside resource blocking, and hold its context open.
+        popup.on("popup", self._close_popup)
+        self.stats.inc_value(f"focus/engine/{self.focus_engine}/popups_closed")
+        _close_later(popup)
+
+
 _OVERRIDDEN = ("_make_request_handler", "_download_request_with_retry", "_create_page")
 
 
@@ -287,51 +343,7 @@ def playwright_handler_class() -> type:
             f"{', '.join(missing)}: the browser engines need scrapy-playwright 0.0.4x"
         )
 
-    class FocusPlaywrightHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[misc]
-        focus_engine = "chromium"
-
-        def _make_request_handler(self, *args: Any, **kwargs: Any) -> Callable:
-            inner = super()._make_request_handler(*args, **kwargs)
-            guard = _GUARD.get()  # set by _download_request_with_retry, which calls this
-            if guard is None:
-                return inner
-            data = {
-                "method": kwargs["method"],
-                "url": kwargs["url"],
-                "headers": kwargs["headers"],
-                "body": kwargs["body"],
-                "encoding": kwargs["encoding"],
-                "browser_type_name": self.config.browser_type_name,
-                "process_headers": self.process_request_headers,
-            }
-
-            async def handle(route: Any, playwright_request: Any) -> None:
-                await guard.route(route, playwright_request, inner, data)
-
-            return handle
-
-        async def _download_request_with_retry(self, request: Request, spider: Any) -> Response:
-            # Set here, in whatever task and thread scrapy-playwright runs the
-            # download (its threaded loop too), for _make_request_handler to find.
-            state = peek(request)
-            guard = state.guard if state is not None else None
-            _GUARD.set(guard)
-            # scrapy-playwright retries a download whose page closed under it: not
-            # one DOWNLOAD_MAXSIZE has cancelled already.
-            if guard is not None and guard.cancelled:
-                raise DownloadCancelledError(guard.cancelled)
-            return await super()._download_request_with_retry(request, spider)
-
-        async def _create_page(self, request: Request, spider: Any) -> Any:
-            page = await super()._create_page(request, spider)
-            page.on("popup", self._close_popup)
-            return page
-
-        def _close_popup(self, popup: Any) -> None:
-            # A window the page opened is owned by no download: it would run and
-            # fetch unseen, outside resource blocking, and hold its context open.
-            popup.on("popup", self._close_popup)
-            self.stats.inc_value(f"focus/engine/{self.focus_engine}/popups_closed")
-            _close_later(popup)
+    class FocusPlaywrightHandler(_GuardedPages, ScrapyPlaywrightDownloadHandler):  # type: ignore[misc]
+        pass
 
     return FocusPlaywrightHandler
