@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_focus import settings as focus_defaults
 from scrapy_focus.engines.handler import FocusDownloadHandler
+from scrapy_focus.engines.playwright_meta import DownloadMeta, without_attempt_keys
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -124,3 +125,28 @@ def test_a_context_with_a_page_kept_open_stays():
     playwright.open(shared.take_context("chromium"))
     asyncio.run(handler.pool.recycle("chromium", playwright))
     assert not kept.closed and name in playwright.context_wrappers
+
+
+def test_a_downloads_playwright_keys_are_put_back_except_how_it_was_made():
+    """Closures and pages of one download never go back to the scheduler; the user's
+    own values come back as they were."""
+    user_methods = ["the user's"]
+    meta: dict[str, Any] = {"playwright_page_methods": user_methods}
+    download = DownloadMeta(meta)
+    download.set("playwright", True)
+    download.set("playwright_context", "focus-chromium-0")
+    download.set("playwright_page_methods", ["ours", *user_methods])
+    download.set("playwright_page", None)
+    meta["playwright_page"] = object()  # what scrapy-playwright leaves there
+    download.set("playwright_include_page", True)
+    download.restore()
+    assert meta == {
+        "playwright": True,
+        "playwright_context": "focus-chromium-0",
+        "playwright_page_methods": user_methods,
+    }
+
+
+def test_an_escalated_request_forgets_scrapys_and_playwrights_attempt_keys():
+    meta = {"playwright": True, "playwright_page": object(), "retry_times": 2, "depth": 3}
+    assert without_attempt_keys(meta) == {"depth": 3}
