@@ -84,7 +84,7 @@ class BrowserPool:
         self.default_context = user_context_kwargs(crawler.settings)
         # Idle pages close with the spider, so that its final stats count them closed
         # (the handlers, and the browsers, close later, with the engine).
-        crawler.signals.connect(self.close_all_idle_pages, signal=signals.spider_closed)
+        crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
         self._announce()
 
     def _announce(self) -> None:
@@ -208,6 +208,9 @@ class BrowserPool:
     async def close_idle_pages(self, context: str) -> None:
         for page in self._idle.pop(context, ()):
             await self.close_page(page)
+
+    async def on_spider_closed(self) -> None:
+        await self.close_all_idle_pages()
 
     async def close_all_idle_pages(self) -> None:
         for context in list(self._idle):
