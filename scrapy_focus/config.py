@@ -10,7 +10,7 @@ default.  Each component receives its section (``config.corpus``,
 here, at start-up, with the setting's name in the message.
 
 The one exception is ``PLAYWRIGHT_*``: those are scrapy-playwright's, passed
-through to its handler as they are (:mod:`scrapy_focus.engines.discovery`).
+through to its handler as they are (:mod:`scrapy_focus.engines.browser_settings`).
 """
 
 from __future__ import annotations

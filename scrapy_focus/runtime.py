@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_focus.corpus.db import CorpusDB
+    from scrapy_focus.engines.breaker import CircuitBreaker
+    from scrapy_focus.engines.discovery import EngineInfo
+    from scrapy_focus.engines.history import DomainHistory
+    from scrapy_focus.engines.pool import BrowserPool
     from scrapy_focus.frontier.politeness import Politeness
     from scrapy_focus.frontier.relevance import FocusModel
 
@@ -74,6 +78,60 @@ class FocusRuntime:
         from scrapy_focus.frontier.relevance import FocusModel
 
         return FocusModel.from_config(self.config.topic, getattr(self.crawler, "spider", None))
+
+    # -- engines
+
+    @cached_property
+    def engines(self) -> dict[str, EngineInfo]:
+        """The engines this machine runs, in ladder order (found once per crawl)."""
+        from scrapy_focus.engines.discovery import available_engines
+
+        return available_engines(self.config.browser, self.config.ladder.engines)
+
+    @cached_property
+    def browsers(self) -> BrowserPool:
+        """The engines' handlers, browser contexts and pages, closed with the engine
+        (or by the last download handler that uses them, if that comes first)."""
+        from scrapy_focus.engines.pool import BrowserPool
+
+        pool = BrowserPool(self.crawler, self.config.browser, self.engines)
+        self.on_close(pool.close)
+        return pool
+
+    @cached_property
+    def history(self) -> DomainHistory:
+        """Per domain and engine, what happened: kept in the corpus when
+        FOCUS_HISTORY_ENABLED (a later crawl starts where this one learnt), in
+        memory otherwise or for a crawler without a spider."""
+        from scrapy_focus.engines.history import (
+            CorpusHistoryStore,
+            DomainHistory,
+            HistoryStore,
+            MemoryHistoryStore,
+        )
+
+        ladder = self.config.ladder
+        store: HistoryStore = MemoryHistoryStore()
+        if ladder.history_enabled and getattr(self.crawler, "spider", None) is not None:
+            store = CorpusHistoryStore(self.corpus)
+        return DomainHistory(
+            store,
+            engines=tuple(self.engines),
+            half_life=ladder.history_half_life,
+            probe_rate=ladder.history_probe_rate,
+        )
+
+    @cached_property
+    def breaker(self) -> CircuitBreaker:
+        """The per-domain circuit breaker (its states behind ``BreakerStates``)."""
+        from scrapy_focus.engines.breaker import CircuitBreaker
+
+        ladder = self.config.ladder
+        return CircuitBreaker(
+            threshold=ladder.breaker_threshold,
+            cooldown=ladder.breaker_cooldown,
+            max_cooldown=ladder.breaker_max_cooldown,
+        )
 
     # -- corpus
 

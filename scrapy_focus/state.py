@@ -69,7 +69,8 @@ class Attempt:
 
     engine: str
     browser: str = ""
-    started: float = field(default_factory=time.monotonic)  # monotonic clock
+    #: When its download left the ladder (monotonic clock); None while none runs.
+    started: float | None = None
     status: int | None = None
     verdict: str | None = None
     reason: str | None = None
@@ -98,7 +99,7 @@ class Extracted:
     extraction: Extraction | None = None
     failure: str | None = None  # why there is no extraction (see ExtractionMiddleware)
     error: str | None = None  # the worker's error, for quarantine
-    worker: int | None = None  # the worker process that extracted it
+    worker: str | None = None  # the worker ("pid:thread") that extracted it
 
 
 @dataclass
@@ -128,6 +129,8 @@ class FocusState:
     extracted: Extracted = field(default_factory=Extracted)
     #: The page's relevance to the topic, once scored.
     relevance: float | None = None
+    #: The live guard of the browser download running now (never recorded).
+    guard: Any = field(default=None, repr=False, compare=False)
 
     # -- attempts
 
@@ -145,6 +148,20 @@ class FocusState:
         self.start_reason = reason
         self.attempts = [Attempt(engine, browser)]
         return self.attempts[0]
+
+    def begin_download(self) -> None:
+        """The current attempt's download leaves now (again, after a redirect)."""
+        if self.attempts:
+            self.attempts[-1].started = time.monotonic()
+
+    def end_download(self) -> float | None:
+        """When the current attempt's download began, or None if none was begun
+        (an answer of another component, or an exception raised before it)."""
+        attempt = self.attempt
+        if attempt is None or attempt.started is None:
+            return None
+        started, attempt.started = attempt.started, None
+        return started
 
     def next_attempt(self, engine: str, browser: str = "") -> Attempt:
         """A new attempt with *engine*; what belonged to the last one is forgotten."""
@@ -173,6 +190,8 @@ class FocusState:
             "engine": self.engine,
             "start_reason": self.start_reason,
             "trace": self.trace(),
+            # The attempt under way (an escalation waiting in a queue): its engine.
+            "pending": _pending(self.attempts),
             "example": self.example,
             "refresh": self.refresh,
             "supersede": self.supersede,
@@ -185,7 +204,10 @@ class FocusState:
         state = cls(
             link=LinkContext.from_record(link) if isinstance(link, Mapping) else None,
             start_reason=record.get("start_reason"),
-            attempts=[Attempt.from_record(a) for a in record.get("trace") or ()],
+            attempts=[
+                Attempt.from_record(a)
+                for a in (*(record.get("trace") or ()), *_listed(record.get("pending")))
+            ],
             example=bool(record.get("example")),
             refresh=bool(record.get("refresh")),
             supersede=record.get("supersede"),
@@ -196,6 +218,16 @@ class FocusState:
     def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         # Pickled (Scrapy's disk queues, a JOBDIR) as its record: data only.
         return (_from_record, (self.to_record(),))
+
+
+def _pending(attempts: list[Attempt]) -> dict[str, Any] | None:
+    if attempts and attempts[-1].verdict is None:
+        return attempts[-1].to_record()
+    return None
+
+
+def _listed(record: Any) -> tuple[Mapping[str, Any], ...]:
+    return (record,) if isinstance(record, Mapping) else ()
 
 
 def _from_record(record: Mapping[str, Any]) -> FocusState:

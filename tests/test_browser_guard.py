@@ -18,14 +18,11 @@ import pytest
 from scrapy import Request
 from scrapy.settings import Settings
 
+from scrapy_focus.config import FocusConfig
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.engines.handler import (
-    SizeLimit,
-    available_engines,
-    carries_crawl_headers,
-    chromium_args,
-    sandbox_unavailable,
-)
+from scrapy_focus.engines.discovery import available_engines, chromium_args, sandbox_unavailable
+from scrapy_focus.engines.guard import SizeLimit
+from scrapy_focus.engines.headers import carries_crawl_headers
 from tests.hostile import LINGER_DELAY, HostileWeb
 from tests.test_ladder import CHROMIUM, FIREFOX, Crawl, crawl
 
@@ -230,6 +227,7 @@ def test_download_warnsize_warns_of_a_browser_download(
 
 def test_size_limits_are_read_as_scrapys_http_handler_reads_them() -> None:
     settings = Settings({"DOWNLOAD_MAXSIZE": 1000, "DOWNLOAD_WARNSIZE": 100})
+    browser = FocusConfig.from_settings(settings).browser
 
     class Plain:
         pass
@@ -238,13 +236,19 @@ def test_size_limits_are_read_as_scrapys_http_handler_reads_them() -> None:
         download_maxsize = 500
         download_warnsize = 50
 
-    assert SizeLimit.of(Request("http://a/"), Plain(), settings) == SizeLimit(1000, 100)
-    assert SizeLimit.of(Request("http://a/"), Small(), settings) == SizeLimit(500, 50)
+    assert SizeLimit.of(Request("http://a/"), Plain(), browser) == SizeLimit(1000, 100)
+    assert SizeLimit.of(Request("http://a/"), Small(), browser) == SizeLimit(500, 50)
     meta = {"download_maxsize": 0, "download_warnsize": 7}
-    assert SizeLimit.of(Request("http://a/", meta=meta), Small(), settings) == SizeLimit(0, 7)
+    assert SizeLimit.of(Request("http://a/", meta=meta), Small(), browser) == SizeLimit(0, 7)
 
 
 # -- 5. the sandbox ---------------------------------------------------------------------
+
+
+def launch_args(settings: Settings) -> list[str]:
+    config = FocusConfig.from_settings(settings)
+    chromium = available_engines(config.browser, config.ladder.engines)["chromium"]
+    return chromium.settings["PLAYWRIGHT_LAUNCH_OPTIONS"]["args"]
 
 
 def test_sandbox_is_off_only_where_chromium_cannot_have_it(tmp_path: Path) -> None:
@@ -256,10 +260,10 @@ def test_sandbox_is_off_only_where_chromium_cannot_have_it(tmp_path: Path) -> No
     on.write_text("1\n")
     assert sandbox_unavailable(uid=1000, switches=[(str(on), "0")]) is None
     settings = Settings({"FOCUS_ENGINES": "http,chromium", "FOCUS_CHROMIUM_EXECUTABLE": CHROMIUM})
-    args = available_engines(settings)["chromium"].settings["PLAYWRIGHT_LAUNCH_OPTIONS"]["args"]
+    args = launch_args(settings)
     assert ("--no-sandbox" in args) == (sandbox_unavailable() is not None)
     settings.set("FOCUS_CHROMIUM_SANDBOX", False)
-    args = available_engines(settings)["chromium"].settings["PLAYWRIGHT_LAUNCH_OPTIONS"]["args"]
+    args = launch_args(settings)
     assert "--no-sandbox" in args
 
 
@@ -289,7 +293,7 @@ def test_chromium_runs_sandboxed_as_an_unprivileged_user(
     uid = pwd.getpwnam(UNPRIVILEGED).pw_uid
     assert sandbox_unavailable(uid=uid) is None
     settings = Settings({"FOCUS_CHROMIUM_EXECUTABLE": CHROMIUM})
-    args, warning = chromium_args(settings, uid=uid)
+    args, warning = chromium_args(FocusConfig.from_settings(settings).browser, uid=uid)
     assert "--no-sandbox" not in args and warning is None
     # pytest's tmp_path lies under a directory only root may enter.
     home = Path(tempfile.mkdtemp(prefix="focus-unprivileged-"))
@@ -338,7 +342,7 @@ def test_only_main_frame_navigations_of_the_requested_origin_carry_crawl_headers
     url = escape.url(f"/secret.html?to={other.farm.base}")
     seen: dict[str, bool] = {}
     with sync_playwright() as playwright:
-        args, _ = chromium_args(Settings())
+        args, _ = chromium_args(FocusConfig.from_settings(Settings()).browser)
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
         try:
             page = browser.new_page()

@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_focus import settings as focus_defaults
 from scrapy_focus.engines.handler import FocusDownloadHandler
+from scrapy_focus.engines.playwright_meta import DownloadMeta, without_attempt_keys
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -35,7 +36,7 @@ class FakeWrapper:
 
 
 class FakePlaywrightHandler:
-    """What _recycle reads of scrapy-playwright's handler: its context table."""
+    """What BrowserPool.recycle reads of scrapy-playwright's handler: its context table."""
 
     def __init__(self) -> None:
         self.context_wrappers: dict[str, FakeWrapper] = {}
@@ -69,34 +70,34 @@ def handlers(context_pages: int = 2, count: int = 1) -> list[FocusDownloadHandle
 
 def test_contexts_change_generation_every_context_pages_pages():
     (handler,) = handlers(context_pages=2)
-    names = [handler._shared.take_context("chromium") for _ in range(5)]
+    names = [handler.pool.take_context("chromium") for _ in range(5)]
     assert names == ["focus-chromium-0"] * 2 + ["focus-chromium-1"] * 2 + ["focus-chromium-2"]
 
 
 def test_handlers_of_both_schemes_share_the_generations():
     http, https = handlers(context_pages=2, count=2)
-    assert http._shared is https._shared
-    taken = [http._shared.take_context("chromium"), https._shared.take_context("chromium")]
+    assert http.pool is https.pool
+    taken = [http.pool.take_context("chromium"), https.pool.take_context("chromium")]
     assert taken == ["focus-chromium-0", "focus-chromium-0"]
-    assert https._shared.take_context("chromium") == "focus-chromium-1"
+    assert https.pool.take_context("chromium") == "focus-chromium-1"
 
 
 def test_an_old_context_a_download_still_holds_is_not_closed():
     (handler,) = handlers(context_pages=1)
-    shared, playwright = handler._shared, FakePlaywrightHandler()
+    shared, playwright = handler.pool, FakePlaywrightHandler()
     held = shared.take_context("chromium")  # a download with no page yet
     old = playwright.open(held)
     playwright.open(shared.take_context("chromium"))  # the next generation
-    asyncio.run(handler._recycle("chromium", playwright))
+    asyncio.run(handler.pool.recycle("chromium", playwright))
     assert not old.closed and held in playwright.context_wrappers
     shared.release_context(held)
-    asyncio.run(handler._recycle("chromium", playwright))
+    asyncio.run(handler.pool.recycle("chromium", playwright))
     assert old.closed and held not in playwright.context_wrappers
 
 
 def test_downloads_ending_together_close_each_old_context_once():
     (handler,) = handlers(context_pages=1)
-    shared, playwright = handler._shared, FakePlaywrightHandler()
+    shared, playwright = handler.pool, FakePlaywrightHandler()
     old = []
     for _ in range(4):
         name = shared.take_context("chromium")
@@ -106,7 +107,7 @@ def test_downloads_ending_together_close_each_old_context_once():
     playwright.open(current)
 
     async def end_together() -> None:
-        await asyncio.gather(*(handler._recycle("chromium", playwright) for _ in range(3)))
+        await asyncio.gather(*(handler.pool.recycle("chromium", playwright) for _ in range(3)))
 
     asyncio.run(end_together())  # raised KeyError when one closed what another listed
     assert all(context.closed for context in old)
@@ -116,11 +117,36 @@ def test_downloads_ending_together_close_each_old_context_once():
 
 def test_a_context_with_a_page_kept_open_stays():
     (handler,) = handlers(context_pages=1)
-    shared, playwright = handler._shared, FakePlaywrightHandler()
+    shared, playwright = handler.pool, FakePlaywrightHandler()
     name = shared.take_context("chromium")
     kept = playwright.open(name)
     kept.pages.append(object())  # playwright_include_page: the spider closes it
     shared.release_context(name)
     playwright.open(shared.take_context("chromium"))
-    asyncio.run(handler._recycle("chromium", playwright))
+    asyncio.run(handler.pool.recycle("chromium", playwright))
     assert not kept.closed and name in playwright.context_wrappers
+
+
+def test_a_downloads_playwright_keys_are_put_back_except_how_it_was_made():
+    """Closures and pages of one download never go back to the scheduler; the user's
+    own values come back as they were."""
+    user_methods = ["the user's"]
+    meta: dict[str, Any] = {"playwright_page_methods": user_methods}
+    download = DownloadMeta(meta)
+    download.set("playwright", True)
+    download.set("playwright_context", "focus-chromium-0")
+    download.set("playwright_page_methods", ["ours", *user_methods])
+    download.set("playwright_page", None)
+    meta["playwright_page"] = object()  # what scrapy-playwright leaves there
+    download.set("playwright_include_page", True)
+    download.restore()
+    assert meta == {
+        "playwright": True,
+        "playwright_context": "focus-chromium-0",
+        "playwright_page_methods": user_methods,
+    }
+
+
+def test_an_escalated_request_forgets_scrapys_and_playwrights_attempt_keys():
+    meta = {"playwright": True, "playwright_page": object(), "retry_times": 2, "depth": 3}
+    assert without_attempt_keys(meta) == {"depth": 3}

@@ -1,5 +1,5 @@
 """A scrapy-playwright user's PLAYWRIGHT_* settings keep meaning what its docs say
-under each browser engine (:func:`~scrapy_focus.engines.handler.engine_settings`).
+under each browser engine (:func:`~scrapy_focus.engines.browser_settings.engine_settings`).
 
 Direct tests of the merge; tests/compat/test_playwright_parity.py runs the same
 settings in real crawls with scrapy-playwright's handler and with ours.
@@ -13,15 +13,16 @@ from typing import Any
 from scrapy.http import Headers
 from scrapy.settings import Settings
 
-from scrapy_focus.engines.handler import engine_settings, scoped_headers
+from scrapy_focus.engines.browser_settings import engine_settings
+from scrapy_focus.engines.headers import scoped_headers
 
 OURS = {
     "PLAYWRIGHT_BROWSER_TYPE": "chromium",
     "PLAYWRIGHT_LAUNCH_OPTIONS": {"headless": True, "args": ["--a"], "executable_path": "/c"},
     "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": 30000.0,
     "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": 4,
-    "PLAYWRIGHT_PROCESS_REQUEST_HEADERS": "scrapy_focus.engines.handler.browser_headers",
-    "PLAYWRIGHT_ABORT_REQUEST": "scrapy_focus.engines.handler.should_abort_request",
+    "PLAYWRIGHT_PROCESS_REQUEST_HEADERS": "scrapy_focus.engines.headers.browser_headers",
+    "PLAYWRIGHT_ABORT_REQUEST": "scrapy_focus.engines.browser_settings.should_abort_request",
 }
 FIREFOX = {
     **OURS,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 
 import pytest
 from scrapy import Request, Spider
@@ -11,7 +12,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_focus import settings as focus_defaults
-from scrapy_focus.engines.breaker import CircuitBreaker
+from scrapy_focus.engines.breaker import CircuitBreaker, MemoryBreakerStates
 from scrapy_focus.engines.history import (
     ENGINES,
     CorpusHistoryStore,
@@ -20,6 +21,7 @@ from scrapy_focus.engines.history import (
     MemoryHistoryStore,
 )
 from scrapy_focus.engines.ladder import EngineLadderMiddleware
+from scrapy_focus.runtime import FocusRuntime
 from tests.hostile import article_page
 
 CHROMIUM = "/usr/bin/chromium"
@@ -287,8 +289,9 @@ def crawl_spa_pages(ladder: EngineLadderMiddleware, pages: int) -> list[str]:
         request = Request(f"http://spa.example/{n}.html")
         while True:
             assert ladder.process_request(request) is None
-            engine = request.meta["focus_engine"]
-            if not request.meta["focus_trace"]:
+            state = request.meta["focus"]
+            engine = state.engine
+            if not state.trace():  # no attempt judged yet: the start engine
                 starts.append(engine)
             html = SHELL if engine == "http" else article_page(n)
             response = HtmlResponse(request.url, body=html.encode(), request=request)
@@ -314,10 +317,8 @@ def test_ladder_without_history_starts_every_request_on_the_first_engine():
 
 
 def test_slow_start_holds_new_domains_and_spares_those_whose_engine_is_given():
-    from scrapy_focus.frontier.politeness import politeness_for
-
     ladder = ladder_middleware(FOCUS_ENGINE_DOMAINS={"given.example": "chromium"})
-    politeness = politeness_for(ladder.crawler)
+    politeness = FocusRuntime.of(ladder.crawler).politeness
     assert politeness.concurrency("spa.example") == 1  # new: one request at a time
     assert politeness.concurrency("given.example") == 8  # FOCUS_ENGINE_DOMAINS says
     crawl_spa_pages(ladder, 1)  # escalated: the start engine was wrong
@@ -331,7 +332,7 @@ def test_slow_start_holds_new_domains_and_spares_those_whose_engine_is_given():
     assert politeness.concurrency("meta.example") == 8
     # Pages answered where history started them double the domain's share.
     static = ladder_middleware()
-    politeness = politeness_for(static.crawler)
+    politeness = FocusRuntime.of(static.crawler).politeness
     for n, share in enumerate((2, 4, 8, 8)):
         request = Request(f"http://static.example/{n}.html")
         assert static.process_request(request) is None
@@ -421,3 +422,65 @@ def test_breaker_domains_are_independent():
     b.failure("a.example")
     assert b.state("a.example") == "open"
     assert b.state("b.example") == "closed"
+
+
+def test_breakers_sharing_their_states_see_each_others_failures():
+    """What a cluster does: two breakers (two processes) over one BreakerStates."""
+    shared = MemoryBreakerStates()
+    clock = Clock()
+    first = CircuitBreaker(3, 60.0, 600.0, clock=clock, states=shared)
+    second = CircuitBreaker(3, 60.0, 600.0, clock=clock, states=shared)
+    first.failure("example.com")
+    second.failure("example.com")
+    assert first.failure("example.com") == 60.0
+    assert second.state("example.com") == "open"
+    clock.advance(60.0)
+    second.success("example.com")
+    assert first.state("example.com") == "closed"
+
+
+# -- the ladder's shared parts and request state
+
+
+def test_the_ladder_uses_the_runtimes_history_and_breaker():
+    ladder = ladder_middleware()
+    runtime = FocusRuntime.of(ladder.crawler)
+    assert ladder.history is runtime.history and ladder.breaker is runtime.breaker
+    assert isinstance(runtime.history.store, MemoryHistoryStore)  # no spider: no corpus
+
+
+def test_an_escalation_waiting_in_a_queue_resumes_on_its_next_engine():
+    """An escalated request's state goes through a queue as its record (JOBDIR):
+    read back, it starts where the ladder sent it, its failed attempt in the trace."""
+    ladder = ladder_middleware()
+    request = Request("http://spa.example/queued.html")
+    assert ladder.process_request(request) is None
+    request.meta["download_latency"] = 0.05  # Scrapy's, of the failed attempt
+    response = HtmlResponse(request.url, body=SHELL.encode(), request=request)
+    escalated = ladder.process_response(request, response)
+    assert isinstance(escalated, Request)
+    state = escalated.meta["focus"]
+    assert (state.engine, state.refresh, len(state.attempts)) == ("chromium", True, 2)
+    revived = pickle.loads(pickle.dumps(state))
+    assert (revived.engine, revived.start_reason) == ("chromium", "history")
+    assert [(a["engine"], a["verdict"]) for a in revived.trace()] == [("http", "shell")]
+    resumed = Request(request.url, meta={"focus": revived})
+    assert ladder.process_request(resumed) is None
+    assert resumed.meta["focus"].engine == "chromium"
+    assert "download_latency" not in escalated.meta  # the next attempt starts clean
+
+
+def test_a_retried_request_is_a_new_attempt_on_the_same_engine():
+    ladder = ladder_middleware()
+    request = Request("http://busy.example/a.html")
+    assert ladder.process_request(request) is None
+    busy = HtmlResponse(request.url, status=429, headers={"Retry-After": "1"}, request=request)
+    assert ladder.process_response(request, busy) is busy
+    state = request.meta["focus"]
+    assert state.refresh  # the retry goes past the corpus
+    retry = request.replace(meta={**request.meta, "retry_times": 1})
+    assert ladder.process_request(retry) is None
+    assert [(a.engine, a.verdict) for a in state.attempts] == [
+        ("http", "transient"),
+        ("http", None),
+    ]

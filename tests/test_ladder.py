@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.engines.handler import camoufox_browser
+from scrapy_focus.engines.discovery import camoufox_browser
 from tests.crawl import CrawlResult, run_crawl, run_focus_crawl
 from tests.hostile import (
     FLAKY_RETRY_AFTER,
@@ -219,12 +219,12 @@ def test_spa_shell_escalates_to_chromium_which_renders_the_text(ladder, hostile)
         if used == ["http", "chromium"]:
             escalated += 1
             # The shell was judged before extraction: no worker spent on it (chars None).
-            assert [(a["verdict"], a["chars"]) for a in version.meta["focus_trace"]] == [
+            assert [(a["verdict"], a["chars"]) for a in version.meta["focus"]["trace"]] == [
                 ("shell", None)
             ]
         else:  # DomainHistory had learnt the site by then (the slow start let it)
             assert used == ["chromium"]
-            assert version.meta["focus_trace"] == []
+            assert version.meta["focus"]["trace"] == []
     assert escalated >= 2  # a few pages teach DomainHistory
     # The bundle was fetched by the browser: the text came from JavaScript.
     assert ladder.hits(hostile.spa, "/static/app.js")
@@ -251,7 +251,7 @@ def test_js_challenge_blocks_http_and_chromium_passes_it(ladder, hostile):
         assert site.token in hits[-1].cookie  # JavaScript computed it; the server checked it
         (version,) = ladder.versions(site.url(path))
         assert (version.status, version.engine) == (200, "chromium")
-        assert [(a["reason"], a["chars"]) for a in version.meta["focus_trace"]] == [
+        assert [(a["reason"], a["chars"]) for a in version.meta["focus"]["trace"]] == [
             ("challenge-cloudflare", None)  # judged before extraction
         ]
     assert ladder.stats["focus/engine/chromium/challenge_passed"] >= 1
@@ -268,7 +268,7 @@ def test_site_rejecting_headless_chromium_is_served_to_stealth_firefox(ladder, h
     assert [hit.status for hit in ladder.hits(site, "/article/1.html")] == [403, 403, 200]
     (version,) = ladder.versions(url)
     assert version.engine == "stealth"
-    assert [(a["engine"], a["verdict"]) for a in version.meta["focus_trace"]] == [
+    assert [(a["engine"], a["verdict"]) for a in version.meta["focus"]["trace"]] == [
         ("http", "blocked"),
         ("chromium", "blocked"),
     ]
@@ -283,7 +283,7 @@ def test_404_and_410_are_final_on_http(ladder, hostile):
     for path, status in (("/missing.html", 404), ("/removed.html", 410)):
         assert engines_used(ladder, site, path) == ["http"]
         (version,) = ladder.versions(site.url(path))
-        assert (version.status, version.engine, version.meta["focus_trace"]) == (
+        assert (version.status, version.engine, version.meta["focus"]["trace"]) == (
             status,
             "http",
             [],
@@ -309,7 +309,7 @@ def test_429_waits_retry_after_then_succeeds_on_http(ladder, hostile):
     assert item["engine"] == "http"
     (version,) = ladder.versions(site.url("/article/1.html"))  # the 429 was replaced
     assert version.status == 200
-    assert [a["verdict"] for a in version.meta["focus_trace"]] == ["transient"]
+    assert [a["verdict"] for a in version.meta["focus"]["trace"]] == ["transient"]
 
 
 def test_intermittent_503_backs_off_and_retries_on_http(ladder, hostile):
@@ -332,7 +332,7 @@ def test_slow_page_is_waited_for_and_a_timeout_escalates(ladder, hostile):
     assert item["engine"] == "chromium"
     assert engines_used(ladder, site, "/timeout/1.html") == ["http", "chromium"]
     (version,) = ladder.versions(site.url("/timeout/1.html"))
-    (attempt,) = version.meta["focus_trace"]
+    (attempt,) = version.meta["focus"]["trace"]
     assert (attempt["engine"], attempt["status"], attempt["verdict"]) == ("http", None, "error")
     assert "Timeout" in attempt["reason"]
 
@@ -359,7 +359,7 @@ def test_corpus_keeps_only_the_final_rendition_with_its_engine(ladder):
             versions = page.versions()
             assert len(versions) == 1, (page.url, [(v.status, v.engine) for v in versions])
             (version,) = versions
-            trace = version.meta["focus_trace"]
+            trace = version.meta["focus"]["trace"]
             if page.url in items:
                 assert version.engine == items[page.url]["engine"]
             if trace:

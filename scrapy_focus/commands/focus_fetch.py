@@ -23,6 +23,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from scrapy_focus.addon import Addon
+from scrapy_focus.state import Attempt, FocusState, peek
 
 
 class FetchSpider(scrapy.Spider):
@@ -45,7 +46,8 @@ class FetchSpider(scrapy.Spider):
         )
 
     def parse(self, response: scrapy.http.Response) -> None:
-        extraction = response.meta.get("focus_extraction")
+        state = peek(response)
+        extraction = state.extraction if state is not None else None
         confidence = None
         if extraction is not None:
             from scrapy_focus.extract.confidence import confidence as score
@@ -55,9 +57,9 @@ class FetchSpider(scrapy.Spider):
             "url": self.url,
             "final_url": response.url,
             "status": response.status,
-            "engine": response.meta.get("focus_engine"),
-            "start": response.meta.get("focus_start_reason"),
-            "trace": response.meta.get("focus_trace", []),
+            "engine": state.engine if state is not None else None,
+            "start": state.start_reason if state is not None else None,
+            "trace": _attempts(state),
             "chars": extraction.text_chars if extraction is not None else None,
             "title": extraction.title if extraction is not None else None,
             "confidence": confidence,
@@ -65,12 +67,16 @@ class FetchSpider(scrapy.Spider):
         }
 
     def failed(self, failure: Any) -> None:
-        request = failure.request
         self.result = {
             "url": self.url,
             "error": f"{failure.type.__name__}: {failure.getErrorMessage()}",
-            "trace": request.meta.get("focus_trace", []),
+            "trace": _attempts(peek(failure.request)),
         }
+
+
+def _attempts(state: FocusState | None) -> list[Attempt]:
+    """The attempts that got a verdict, in order."""
+    return [a for a in state.attempts if a.verdict is not None] if state is not None else []
 
 
 class Command(ScrapyCommand):
@@ -122,7 +128,8 @@ class Command(ScrapyCommand):
             with open(opts.save, "wb") as out:
                 out.write(body)
         if opts.json:
-            print(json.dumps(result, indent=2))
+            records = [attempt.to_record() for attempt in result["trace"]]
+            print(json.dumps({**result, "trace": records}, indent=2))
         else:
             print(render(result))
         if "error" in result or result["status"] >= 400:
@@ -136,11 +143,11 @@ def render(result: dict[str, Any]) -> str:
         f"{'seconds':>8} {'chars':>7}  reason"
     )
     for attempt in result.get("trace", []):
-        chars = "" if attempt.get("chars") is None else attempt["chars"]
+        chars = "" if attempt.chars is None else attempt.chars
         lines.append(
-            f"{attempt['engine']:9} {attempt.get('browser', ''):12} "
-            f"{attempt.get('status') or '-':>6}  {attempt['verdict']:8} "
-            f"{attempt['seconds']:8.3f} {chars!s:>7}  {attempt.get('reason', '')}"
+            f"{attempt.engine:9} {attempt.browser:12} "
+            f"{attempt.status or '-':>6}  {attempt.verdict:8} "
+            f"{attempt.seconds or 0.0:8.3f} {chars!s:>7}  {attempt.reason or ''}"
         )
     if "error" in result:
         lines.append(f"failed: {result['error']}")

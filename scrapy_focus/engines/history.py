@@ -13,8 +13,9 @@ stays near zero), and a small budget of probes (``FOCUS_HISTORY_PROBE_RATE``)
 keeps trying a cheaper engine so a domain blocked once does not stay on the
 browser forever.
 
-The store is pluggable (:class:`HistoryStore`): LMDB next to the corpus here,
-Redis in a cluster.
+The records live behind :class:`HistoryStore`, whose contract is written there:
+in memory, in the corpus's LMDB environment (``FocusRuntime.history`` uses it when
+``FOCUS_HISTORY_ENABLED``), Redis in a cluster.
 """
 
 from __future__ import annotations
@@ -55,7 +56,24 @@ class EngineRecord:
 
 
 class HistoryStore(Protocol):
-    """Where records live: ``get(domain, engine)`` and ``put(domain, engine, record)``."""
+    """Where the (domain, engine) records of a crawl live: the seam a cluster
+    replaces with a shared store.
+
+    The contract:
+
+    * ``get(domain, engine)`` returns the record last put for that pair, or None
+      if there is none; the record returned is the caller's to change (a store
+      that keeps objects returns a copy or accepts that the caller replaces it
+      with :meth:`put` right after);
+    * ``put(domain, engine, record)`` replaces that pair's record; a later
+      ``get`` of the pair, by this process or (for a shared store) another,
+      returns it;
+    * records are plain data (:class:`EngineRecord`, JSON-able with
+      ``dataclasses.asdict``); decay is the reader's (:class:`DomainHistory`), so a
+      store never changes a record by itself;
+    * both are cheap and synchronous: the ladder calls them on the reactor thread
+      for every response.
+    """
 
     def get(self, domain: str, engine: str) -> EngineRecord | None: ...
 
@@ -63,6 +81,8 @@ class HistoryStore(Protocol):
 
 
 class MemoryHistoryStore:
+    """A :class:`HistoryStore` in this process's memory (forgotten with it)."""
+
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], EngineRecord] = {}
 
@@ -74,7 +94,9 @@ class MemoryHistoryStore:
 
 
 class CorpusHistoryStore:
-    """Records in the corpus's LMDB environment (its ``history`` database)."""
+    """A :class:`HistoryStore` in the corpus's LMDB environment (its ``history``
+    database), so that a later crawl of the same corpus starts where this one
+    learnt.  *db* is the crawl's one corpus handle (``FocusRuntime.corpus``)."""
 
     def __init__(self, db: object) -> None:
         self.db = db
@@ -90,6 +112,8 @@ class CorpusHistoryStore:
 
 
 class DomainHistory:
+    """The start engine of each domain, from the records of a :class:`HistoryStore`."""
+
     def __init__(
         self,
         store: HistoryStore,

@@ -3,18 +3,20 @@
 A downloader middleware placed below the decoding of content-encodings
 (``HttpDecompressionMiddleware``, or Scrapy's ``HttpCompressionMiddleware``,
 so it sees decoded bodies, live or from the corpus) and above the engine
-ladder (which reads the result to judge thin pages).  The result travels in
-``response.meta``:
+ladder (which reads the result to judge thin pages).  The result travels in the
+request's state, ``meta["focus"].extracted``
+(:class:`~scrapy_focus.state.Extracted`):
 
-``focus_extraction``          the :class:`~scrapy_focus.extract.page.Extraction`, or None
-``focus_extraction_failure``  None, ``"timeout"``, ``"error"`` or a skip reason
-``focus_extraction_error``    the exception text when ``failure == "error"``
+``extraction``  the :class:`~scrapy_focus.extract.page.Extraction`, or None
+``failure``     None, ``"timeout"``, ``"error"`` or a skip reason
+``error``       the exception text when ``failure == "error"``
+``worker``      the worker that extracted it
 
-Nothing downstream extracts again.  When the engine ladder would escalate a
-block page or an SPA shell (``meta["focus_escalable"]``), the response is judged
-first (:func:`~scrapy_focus.engines.detect.prejudge`, no main text needed) and
-such a response is not extracted: no worker is spent on it, and the ladder's
-verdict, and with it what DomainHistory learns, does not wait in the pool's queue.
+Nothing downstream extracts again.  Whether a response is worth a worker is
+the ladder's judgement (:class:`~scrapy_focus.engines.judge.ResponseJudge`, the one
+owner of prejudge → extract → judge): a block page or an SPA shell the ladder will
+escalate is not extracted, so its verdict, and with it what DomainHistory learns,
+does not wait in the pool's queue.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from scrapy_focus.engines.detect import page_of, prejudge
-from scrapy_focus.extract.pool import ExtractionPool
+from scrapy_focus.engines.judge import ResponseJudge
+from scrapy_focus.extract.pool import ExtractionPool, ExtractionResult
 from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.state import Extracted, state_of
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -43,9 +46,11 @@ HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 
 class ExtractionMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        self.config = FocusRuntime.of(crawler).config.extract
+        config = FocusRuntime.of(crawler).config
+        self.config = config.extract
         if not self.config.enabled:
             raise NotConfigured
+        self.judge = ResponseJudge(config.ladder.min_content_chars)
         self.stats = crawler.stats
         self.pool = ExtractionPool(
             self.config.workers,
@@ -54,14 +59,14 @@ class ExtractionMiddleware:
             self.config.function,
             self.config.options,
         )
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.on_spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def spider_opened(self, spider: Spider | None = None) -> None:
+    def on_spider_opened(self, spider: Spider | None = None) -> None:
         self.pool.start()
         logger.info(
             "Extraction: %d %s worker(s), %.1fs limit per page",
@@ -70,7 +75,7 @@ class ExtractionMiddleware:
             self.config.timeout,
         )
 
-    def spider_closed(self, spider: Spider | None = None) -> None:
+    def on_spider_closed(self, spider: Spider | None = None) -> None:
         self.pool.close()
 
     async def process_response(
@@ -78,22 +83,17 @@ class ExtractionMiddleware:
     ) -> Response:
         if request.method == "HEAD":
             return response
-        meta = request.meta  # response.meta is only bound after the downloader
-        meta["focus_extraction"] = None
-        meta["focus_extraction_failure"] = None
+        state = state_of(request)  # response.meta is only bound after the downloader
         skip = self._skip_reason(response)
         if skip:
-            meta["focus_extraction_failure"] = skip
+            state.extracted = Extracted(failure=skip)
             self.stats.inc_value(f"focus/extract/skipped/{skip}")
             return response
-        if meta.get("focus_escalable") and "cached" not in response.flags:
-            page = page_of(response)
-            verdict = prejudge(page)
-            meta["focus_prejudged"] = (page, verdict)  # the ladder finishes the judgement
-            if verdict.escalate:
-                meta["focus_extraction_failure"] = verdict.kind
-                self.stats.inc_value(f"focus/extract/skipped/{verdict.kind}")
-                return response
+        if not self.judge.worth_extracting(state, response):
+            kind = self.judge.prejudged_kind(state)
+            state.extracted = Extracted(failure=kind)
+            self.stats.inc_value(f"focus/extract/skipped/{kind}")
+            return response
         content_type = response.headers.get(b"Content-Type")
         result = await maybe_deferred_to_future(
             self.pool.submit(
@@ -102,11 +102,17 @@ class ExtractionMiddleware:
                 content_type.decode("latin-1") if content_type else None,
             )
         )
-        meta["focus_extraction"] = result.extraction
-        meta["focus_extraction_failure"] = result.failure
-        meta["focus_extraction_worker"] = result.worker
+        state.extracted = Extracted(
+            extraction=result.extraction,
+            failure=result.failure,
+            error=result.error if result.failure == "error" else None,
+            worker=result.worker,
+        )
+        self._report(response, result)
+        return response
+
+    def _report(self, response: Response, result: ExtractionResult) -> None:
         if result.failure == "error":
-            meta["focus_extraction_error"] = result.error
             logger.warning("Extraction failed for %s: %s", response.url, result.error)
         elif result.failure == "timeout":
             logger.warning(
@@ -119,7 +125,6 @@ class ExtractionMiddleware:
             self.stats.inc_value(f"focus/extract/skipped/{result.extraction.skipped}")
         if result.extraction is not None and result.extraction.json_ld_errors:
             self.stats.inc_value("focus/extract/json_ld_errors", result.extraction.json_ld_errors)
-        return response
 
     def _skip_reason(self, response: Response) -> str | None:
         if not isinstance(response, TextResponse):

@@ -31,11 +31,12 @@ class PageSpider(scrapy.Spider):
 
     def parse(self, response: scrapy.http.Response) -> Any:
         if self.probe:
+            extracted = response.meta["focus"].extracted
             yield {
                 "url": response.url,
-                "worker": response.meta.get("focus_extraction_worker"),
-                "failure": response.meta.get("focus_extraction_failure"),
-                "chars": len(getattr(response.meta.get("focus_extraction"), "text", "") or ""),
+                "worker": extracted.worker,
+                "failure": extracted.failure,
+                "chars": len(getattr(extracted.extraction, "text", "") or ""),
                 "callback": f"{os.getpid()}:{threading.get_ident()}",
             }
         else:
