@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy_focus.corpus.db import CorpusDB
     from scrapy_focus.frontier.politeness import Politeness
     from scrapy_focus.frontier.relevance import FocusModel
+    from scrapy_focus.frontier.seams import CrawlCounters
 
 _ATTRIBUTE = "focus_runtime"
 
@@ -74,6 +75,15 @@ class FocusRuntime:
         from scrapy_focus.frontier.relevance import FocusModel
 
         return FocusModel.from_config(self.config.topic, getattr(self.crawler, "spider", None))
+
+    # -- frontier
+
+    @cached_property
+    def counters(self) -> CrawlCounters:
+        """The pages the crawl counts towards its stop conditions."""
+        from scrapy_focus.frontier.stopping import LocalCounters
+
+        return LocalCounters()
 
     # -- corpus
 

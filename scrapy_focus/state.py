@@ -114,6 +114,8 @@ class FocusState:
     example: bool = False
     #: Fetch from the network, not the corpus (a re-crawl or an escalation).
     refresh: bool = False
+    #: The corpus sent the page back (a re-crawl, a release from quarantine).
+    requeue: bool = False
     #: The corpus version this fetch replaces (only the final rendition is kept).
     supersede: int | None = None
     #: The corpus version this response was stored as or read from, and when fetched.
@@ -126,8 +128,10 @@ class FocusState:
     #: The page as decoded before extraction and its verdict: ``(page, verdict)``.
     prejudged: tuple[Any, Any] | None = None
     extracted: Extracted = field(default_factory=Extracted)
-    #: The page's relevance to the topic, once scored.
+    #: The page's relevance to the topic, once scored (None: no topic).
     relevance: float | None = None
+    #: Whether the link-context middleware scored the page (its relevance may be None).
+    scored: bool = False
 
     # -- attempts
 
@@ -153,6 +157,7 @@ class FocusState:
         self.prejudged = None
         self.extracted = Extracted()
         self.relevance = None
+        self.scored = False
         return self.attempts[-1]
 
     @property
@@ -175,6 +180,7 @@ class FocusState:
             "trace": self.trace(),
             "example": self.example,
             "refresh": self.refresh,
+            "requeue": self.requeue,
             "supersede": self.supersede,
             "relevance": self.relevance,
         }
@@ -188,6 +194,7 @@ class FocusState:
             attempts=[Attempt.from_record(a) for a in record.get("trace") or ()],
             example=bool(record.get("example")),
             refresh=bool(record.get("refresh")),
+            requeue=bool(record.get("requeue")),
             supersede=record.get("supersede"),
             relevance=record.get("relevance"),
         )

@@ -9,9 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from scrapy_focus.frontier.politeness import Politeness, PolitenessConfig, parse_retry_after
-from scrapy_focus.frontier.relevance import LinkContext, LinkModel, LinkScorer, Topic, terms
-from scrapy_focus.frontier.store_local import LmdbFrontierStore, decode_key, encode_key
+from scrapy_focus.config import PolitenessConfig
+from scrapy_focus.frontier.entries import decode_key, encode_key
+from scrapy_focus.frontier.link_model import LinkModel
+from scrapy_focus.frontier.link_scorer import LinkScorer
+from scrapy_focus.frontier.politeness import Politeness, parse_retry_after
+from scrapy_focus.frontier.store_local import LmdbFrontierStore
+from scrapy_focus.frontier.terms import Topic, terms
+from scrapy_focus.state import LinkContext
 from scrapy_focus.urls import Scope
 
 # -- scope and traps
