@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from scrapy_focus.frontier.politeness import Politeness
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters
+    from scrapy_focus.signals import PageOutputs
 
 _ATTRIBUTE = "focus_runtime"
 
@@ -84,6 +85,13 @@ class FocusRuntime:
         from scrapy_focus.frontier.stopping import LocalCounters
 
         return LocalCounters()
+
+    @cached_property
+    def page_outputs(self) -> PageOutputs:
+        """What each page yielded that the frontier has yet to receive (its lease waits)."""
+        from scrapy_focus.signals import PageOutputs
+
+        return PageOutputs()
 
     # -- corpus
 

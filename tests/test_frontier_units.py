@@ -330,3 +330,40 @@ def test_retry_after_in_seconds_or_http_date():
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 - 60) == 60
     assert parse_retry_after(b"soon") is None
     assert parse_retry_after(None) is None
+
+
+def test_the_local_implementations_implement_the_seams(tmp_path):
+    from scrapy_focus.frontier.seams import (
+        CrawlCounters,
+        FrontierStore,
+        LinkModelState,
+        PolitenessState,
+    )
+    from scrapy_focus.frontier.stopping import LocalCounters
+
+    store = LmdbFrontierStore(tmp_path / "store")
+    try:
+        assert isinstance(store, FrontierStore)
+    finally:
+        store.close()
+    assert isinstance(Politeness(PolitenessConfig()), PolitenessState)
+    assert isinstance(LinkModel(), LinkModelState)
+    counters = LocalCounters()
+    assert isinstance(counters, CrawlCounters)
+    counters.add_fetched(), counters.add_relevant(), counters.add_fetched()
+    resumed = LocalCounters()
+    resumed.restore(counters.to_bytes())
+    assert (resumed.fetched, resumed.relevant) == (2, 1)
+
+
+def test_a_request_state_is_stored_as_data_and_read_back():
+    from scrapy_focus.frontier.payload import UnsafePayload, dump_entry, load_entry
+    from scrapy_focus.state import FocusState
+
+    state = FocusState(link=LinkContext(url="http://a.com/x", anchor="x", parent_url="p"))
+    state.refresh = True
+    back = load_entry(dump_entry({"meta": {"focus": state}}))["meta"]["focus"]
+    assert isinstance(back, FocusState)
+    assert (back.link.anchor, back.link.parent_url, back.refresh) == ("x", "p", True)
+    with pytest.raises(UnsafePayload):  # the state's loader is allowed, not the state's module
+        load_entry(pickle.dumps({"meta": {"focus": state}, "x": FocusState}))

@@ -41,7 +41,7 @@ from scrapy_focus.frontier.admission import link_state
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
 from scrapy_focus.runtime import FocusRuntime
-from scrapy_focus.signals import PAGE_ITEMS_KEY, PageOutput
+from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import META_KEY, FocusState, LinkContext, peek, state_of
 from scrapy_focus.urls import canonicalize_url
 
@@ -189,6 +189,7 @@ class LinkContextMiddleware:
             raise NotConfigured
         self.crawler = crawler
         self.model: FocusModel = runtime.model
+        self.outputs = runtime.page_outputs
         self.stats = crawler.stats
         # Only the frontier takes the PageOutput out of a request's meta; another
         # scheduler (a user's own) would store it with the request.
@@ -233,7 +234,7 @@ class LinkContextMiddleware:
         kept: set[str] = set()
         dropped = 0
         if output is not None:
-            response.meta[PAGE_ITEMS_KEY] = output
+            self.outputs.page(response, output)
         try:
             async for entry in result:
                 if isinstance(entry, Request):
@@ -247,7 +248,7 @@ class LinkContextMiddleware:
                         anchors = self._anchors(response)
                     self._attach(entry, response, anchors)
                     if output is not None:
-                        output.yielded(entry)
+                        self.outputs.yielded(output, entry)
                 else:
                     if isinstance(entry, PageItem) and entry.relevance is None:
                         entry.relevance = _relevance(response)

@@ -57,7 +57,7 @@ from scrapy_focus.frontier.store_local import LmdbFrontierStore
 from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.frontier.watch import SignalWatch
 from scrapy_focus.runtime import FocusRuntime
-from scrapy_focus.signals import PAGE_ITEMS_KEY, PAGE_OUTPUT_KEY, PageOutput
+from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import LinkContext, state_of
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class FocusScheduler(BaseScheduler):
         self.stats = crawler.stats
         self.model: FocusModel = runtime.model
         self.politeness: PolitenessState = runtime.politeness
+        self.outputs = runtime.page_outputs
         self.counters: CrawlCounters = runtime.counters
         self.stop_conditions = StopConditions(config, self.counters)
         self.crawl_scope = CrawlScope(config.scope, config.seed_scope)
@@ -178,8 +179,7 @@ class FocusScheduler(BaseScheduler):
     # -- enqueue
 
     def enqueue_request(self, request: Request) -> bool:
-        output = request.meta.pop(PAGE_OUTPUT_KEY, None)
-        request.meta.pop(PAGE_ITEMS_KEY, None)  # the page's own, if it comes back
+        output = self.outputs.take(request)
         try:
             enqueued = self._enqueue(request)
             if output is not None:

@@ -30,7 +30,7 @@ from scrapy_focus import signals as focus_signals
 from scrapy_focus.faults import StorageError
 from scrapy_focus.frontier import legacy_meta
 from scrapy_focus.frontier.politeness import parse_retry_after
-from scrapy_focus.signals import PAGE_ITEMS_KEY, PageOutput
+from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import peek
 from scrapy_focus.urls import host_of
 
@@ -144,7 +144,7 @@ class SignalWatch:
         self._item_finished(response, failed=True)
 
     def _item_finished(self, response: Response | None, failed: bool) -> None:
-        output = response.meta.get(PAGE_ITEMS_KEY) if response is not None else None
+        output = self.scheduler.outputs.of_page(response) if response is not None else None
         if output is None:
             return
         if failed:
