@@ -23,9 +23,8 @@ it or fail with ``NotSupported``; links found on pages are limited to
 settings (``SCHEDULER_PRIORITY_QUEUE``, ``SCHEDULER_*_QUEUE``): a start-up warning
 names any the user set.  Scrapy's ``scheduler/*`` stats are kept as well.
 
-The crawl stops by itself on the conditions of :mod:`.stopping`; a write the
-store cannot make (a full disk) stops it too (``focus_storage_error``,
-:mod:`scrapy_focus.faults`).
+The crawl stops by itself on the conditions of :mod:`.stopping`, and when
+the store cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`).
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.frontier.watch import SignalWatch
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.signals import PageOutput
-from scrapy_focus.state import LinkContext, state_of
+from scrapy_focus.state import FocusState, LinkContext, state_of
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -94,12 +93,12 @@ class FocusScheduler(BaseScheduler):
         self.store: FrontierStore | None = None
         self.spider: Spider | None = None
         self._closing = False
+        # Kept on the scheduler: signals hold their handlers by weak reference.
+        self.watch = SignalWatch(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, FocusRuntime.of(crawler).config.frontier)
-        # Kept on the scheduler: signals hold their handlers by weak reference.
-        scheduler.watch = SignalWatch(scheduler)
         scheduler.watch.connect(crawler.signals)
         return scheduler
 
@@ -165,10 +164,10 @@ class FocusScheduler(BaseScheduler):
         storage_failed(self.crawler, error)
 
     def has_pending_requests(self) -> bool:
-        # Entries of held-back hosts wait for no one: the crawl may end without them.
         return len(self) > 0
 
     def __len__(self) -> int:
+        # Entries of held-back hosts wait for no one: the crawl may end without them.
         return len(self.store) - self.hosts.held_total if self.store is not None else 0
 
     def _store(self) -> FrontierStore:
@@ -221,7 +220,9 @@ class FocusScheduler(BaseScheduler):
         self._push(request, state_of(request), fingerprint, host, score)
         return True
 
-    def _push(self, request: Request, state: Any, fingerprint: bytes, host: str, score: float):
+    def _push(
+        self, request: Request, state: FocusState, fingerprint: bytes, host: str, score: float
+    ) -> None:
         if state.link is None:
             state.link = LinkContext(url=request.url)
         state.link.score = score
@@ -243,8 +244,7 @@ class FocusScheduler(BaseScheduler):
         return False
 
     def _no_scope(self, request: Request) -> bool:
-        """A request arrived before any seed gave the crawl a scope: everything
-        would be in scope.  The crawl stops rather than wander the web."""
+        """No seed gave the crawl a scope yet: it stops rather than wander the web."""
         self.stats.inc_value("focus/frontier/rejected/no-scope")
         if not self._closing:
             logger.error(
