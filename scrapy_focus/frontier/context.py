@@ -191,8 +191,8 @@ class LinkContextMiddleware:
         self.model: FocusModel = runtime.model
         self.outputs = runtime.page_outputs
         self.stats = crawler.stats
-        # Only the frontier takes the PageOutput out of a request's meta; another
-        # scheduler (a user's own) would store it with the request.
+        # Only the frontier waits for a page's output before acknowledging it;
+        # with another scheduler (a user's own) there is nothing to count.
         self.track_output = issubclass(load_object(config.scheduler_class), FocusScheduler)
         self.max_links = config.max_links_per_page
 

@@ -7,12 +7,28 @@ readiness, link model and counters in memory
 :class:`~scrapy_focus.frontier.link_model.LinkModel`,
 :class:`~scrapy_focus.frontier.stopping.LocalCounters`).  A cluster shares each
 of them between nodes; the components only ever call what these protocols
-name, so a shared implementation takes a local one's place through
-:meth:`FocusRuntime.provide <scrapy_focus.runtime.FocusRuntime.provide>` (the
-politeness and the link model) or the scheduler's store, with no other change.
+name, so a shared implementation takes a local one's place with no other
+change: the politeness and the counters through :meth:`FocusRuntime.provide
+<scrapy_focus.runtime.FocusRuntime.provide>`, the link model as the link
+scorer's ``model`` (``FocusRuntime.of(crawler).model.scorer.model``), the store
+as the scheduler's.
 
-:class:`FrontierStore`
-    The queue, its leases and the seen set.
+Each protocol's docstring is its contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from scrapy_focus.config import PolitenessConfig
+    from scrapy_focus.frontier.entries import Entry
+
+
+@runtime_checkable
+class FrontierStore(Protocol):
+    """The queue, its leases and the seen set.
 
     * ``push(host, priority, score, payload)`` stores an entry and returns its
       key; a host's entries come out best first: higher ``priority``, then
@@ -41,59 +57,7 @@ politeness and the link model) or the scheduler's store, with no other change.
     * ``len(store)`` is the number of entries queued; ``count_host(host)``
       those of one host.  A write the store cannot make raises
       :class:`~scrapy_focus.faults.StorageError`, and the store takes no more.
-
-:class:`PolitenessState`
-    When a host may be sent its next request (see
-    :mod:`scrapy_focus.frontier.politeness` for the rules).
-
-    * ``ready_at(host)`` is the earliest ``clock()`` time for the host's next
-      request (``inf`` while its concurrency is used up), ``is_ready(host)``
-      whether that time has come, ``held_back(host)`` why the crawl no longer
-      waits for the host (None: it does).
-    * ``dispatched(host, request_id)`` reserves the host's turn;
-      ``reached_downloader``/``left_downloader(host)`` say the network was
-      used; ``finished(host, request_id, network)`` ends the request (True the
-      first time, False after), giving its turn back when the corpus answered.
-    * ``retry_after(host, seconds)`` backs the host off after a 429/503 (the
-      wait, ``inf`` when the host is held back); ``backoff(host)`` backs off
-      exponentially; ``recovered(host)`` resets that.
-    * ``add_limit(limit)`` caps each host's concurrency at ``limit(host)``.
-
-:class:`LinkModelState`
-    What the crawl learnt of link groups
-    (:class:`~scrapy_focus.frontier.link_model.LinkModel` says how).
-
-    * ``correction(chain)`` is the expected relevance residual of a new link
-      of that chain of groups; ``update(chain, residual, weight)`` records one
-      fetched page.  The estimate does not depend on the order of updates, so
-      nodes may apply theirs in any order.
-    * ``updates`` counts the updates, ``drift`` sums how much the estimates
-      moved (the scheduler re-scores its queue when it grew enough);
-      ``to_bytes()`` saves the model as data.
-
-:class:`CrawlCounters`
-    The pages the crawl counts towards its stop conditions.
-
-    * ``fetched`` is the number of pages fetched (redirects aside),
-      ``relevant`` the number at or above the relevance threshold;
-      ``add_fetched()`` and ``add_relevant()`` count one more and return the
-      new total, so a node sees the crawl's total, not its own.
-    * ``to_bytes()``/``restore(raw)`` keep them with a resumable frontier.
-"""
-
-from __future__ import annotations
-
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from scrapy_focus.config import PolitenessConfig
-    from scrapy_focus.frontier.entries import Entry
-
-
-@runtime_checkable
-class FrontierStore(Protocol):
-    """The queue, its leases and the seen set (contract: the module docstring)."""
+    """
 
     def __len__(self) -> int: ...
     def hosts(self) -> Iterator[str]: ...
@@ -121,7 +85,22 @@ class FrontierStore(Protocol):
 
 @runtime_checkable
 class PolitenessState(Protocol):
-    """Per-host readiness (contract: the module docstring)."""
+    """When a host may be sent its next request (see
+    :mod:`scrapy_focus.frontier.politeness` for the rules).
+
+    * ``ready_at(host)`` is the earliest ``clock()`` time for the host's next
+      request (``inf`` while its concurrency is used up), ``is_ready(host)``
+      whether that time has come, ``held_back(host)`` why the crawl no longer
+      waits for the host (None: it does).
+    * ``dispatched(host, request_id)`` reserves the host's turn;
+      ``reached_downloader``/``left_downloader(host)`` say the network was
+      used; ``finished(host, request_id, network)`` ends the request (True the
+      first time, False after), giving its turn back when the corpus answered.
+    * ``retry_after(host, seconds)`` backs the host off after a 429/503 (the
+      wait, ``inf`` when the host is held back); ``backoff(host)`` backs off
+      exponentially; ``recovered(host)`` resets that.
+    * ``add_limit(limit)`` caps each host's concurrency at ``limit(host)``.
+    """
 
     config: PolitenessConfig
     clock: Callable[[], float]
@@ -141,7 +120,17 @@ class PolitenessState(Protocol):
 
 @runtime_checkable
 class LinkModelState(Protocol):
-    """What the crawl learnt of link groups (contract: the module docstring)."""
+    """What the crawl learnt of link groups
+    (:class:`~scrapy_focus.frontier.link_model.LinkModel` says how).
+
+    * ``correction(chain)`` is the expected relevance residual of a new link
+      of that chain of groups; ``update(chain, residual, weight)`` records one
+      fetched page.  The estimate does not depend on the order of updates, so
+      nodes may apply theirs in any order.
+    * ``updates`` counts the updates, ``drift`` sums how much the estimates
+      moved (the scheduler re-scores its queue when it grew enough);
+      ``to_bytes()`` saves the model as data.
+    """
 
     updates: int
     drift: float
@@ -153,7 +142,14 @@ class LinkModelState(Protocol):
 
 @runtime_checkable
 class CrawlCounters(Protocol):
-    """The crawl's page counts (contract: the module docstring)."""
+    """The pages the crawl counts towards its stop conditions.
+
+    * ``fetched`` is the number of pages fetched (redirects aside),
+      ``relevant`` the number at or above the relevance threshold;
+      ``add_fetched()`` and ``add_relevant()`` count one more and return the
+      new total, so a node sees the crawl's total, not its own.
+    * ``to_bytes()``/``restore(raw)`` keep them with a resumable frontier.
+    """
 
     @property
     def fetched(self) -> int: ...
