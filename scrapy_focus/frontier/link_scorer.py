@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy_focus.frontier.link_model import LinkModel, url_groups
 from scrapy_focus.frontier.terms import Topic, terms, url_terms
 from scrapy_focus.state import LinkContext
+
+if TYPE_CHECKING:
+    from scrapy_focus.frontier.seams import LinkModelState
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,12 @@ class LinkScorer:
     def __init__(
         self,
         topic: Topic,
-        model: LinkModel | None = None,
+        model: LinkModelState | None = None,
         relevance_threshold: float = 0.5,
         decay: float = 0.5,
     ) -> None:
         self.topic = topic
-        self.model = model or LinkModel()
+        self.model: LinkModelState = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
         # url of a fetched page → where the link to it was found and its prior,
