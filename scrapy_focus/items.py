@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urldefrag
 
+from scrapy_focus.state import peek
 from scrapy_focus.urls import strip_userinfo
 
 if TYPE_CHECKING:
@@ -84,7 +85,9 @@ def page_item(response: Response) -> PageItem:
     """Build the page item of *response* from what the components left in its meta."""
     meta = response.meta
     extraction: Extraction | None = meta.get("focus_extraction")
-    link = meta.get("focus") or {}
+    state = peek(response)
+    link = state.link if state is not None else None
+    parent_url = link.parent_url if link is not None else None  # None: a seed
     fetched = meta.get("focus_fetched_at")  # set by the corpus on retrieve and on store
     request_url = response.request.url if response.request is not None else response.url
     request_url = urldefrag(request_url)[0]  # a fragment is not part of what was fetched
@@ -96,10 +99,10 @@ def page_item(response: Response) -> PageItem:
         engine=meta.get("focus_engine") or "http",
         fetched_at=_iso(fetched or time.time()),
         depth=meta.get("depth", 0),
-        parent_url=strip_userinfo(link["parent_url"]) if link.get("parent_url") else None,
-        anchor=link.get("anchor"),
-        link_score=link.get("score"),
-        relevance=meta.get("focus_relevance"),
+        parent_url=strip_userinfo(parent_url) if parent_url else None,
+        anchor=link.anchor if link is not None and parent_url else None,
+        link_score=link.score if link is not None else None,
+        relevance=state.relevance if state is not None else None,
         title=extraction.title if extraction else None,
         author=extraction.author if extraction else None,
         date=extraction.date if extraction else None,

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.pool import BrowserPool
     from scrapy_focus.frontier.politeness import Politeness
     from scrapy_focus.frontier.relevance import FocusModel
+    from scrapy_focus.frontier.seams import CrawlCounters
+    from scrapy_focus.signals import PageOutputs
 
 _ATTRIBUTE = "focus_runtime"
 
@@ -132,6 +134,22 @@ class FocusRuntime:
             cooldown=ladder.breaker_cooldown,
             max_cooldown=ladder.breaker_max_cooldown,
         )
+
+    # -- frontier
+
+    @cached_property
+    def counters(self) -> CrawlCounters:
+        """The pages the crawl counts towards its stop conditions."""
+        from scrapy_focus.frontier.stopping import LocalCounters
+
+        return LocalCounters()
+
+    @cached_property
+    def page_outputs(self) -> PageOutputs:
+        """What each page yielded that the frontier has yet to receive (its lease waits)."""
+        from scrapy_focus.signals import PageOutputs
+
+        return PageOutputs()
 
     # -- corpus
 

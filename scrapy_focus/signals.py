@@ -15,20 +15,20 @@
     Items count too, until the item pipelines are done with them (scraped or
     dropped); an item that failed in a pipeline (a full disk) keeps the lease,
     so a resumed crawl reads the page again rather than lose its item.
+
+Which output a yielded request, or a page's item, belongs to is kept by
+:class:`PageOutputs` (one per crawl, ``FocusRuntime.of(crawler).page_outputs``),
+by object: nothing of it travels in ``request.meta`` or is stored
+with a request.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 page_scored = object()
 page_done = object()
-
-#: The ``Request.meta`` key that ties a yielded request to its page's
-#: :class:`PageOutput`; the scheduler removes it on enqueue.
-PAGE_OUTPUT_KEY = "_focus_page_output"
-#: The ``response.meta`` key of the page's own :class:`PageOutput`, for its items.
-PAGE_ITEMS_KEY = "_focus_page_items"
 
 
 class PageOutput:
@@ -44,6 +44,31 @@ class PageOutput:
         self.complete = False
         self.failed = False
 
-    def yielded(self, child: Any) -> None:
-        self.pending += 1
-        child.meta[PAGE_OUTPUT_KEY] = self
+
+class PageOutputs:
+    """The :class:`PageOutput` of each page being handled, and of each request
+    it yielded that the scheduler has not received yet.
+
+    ``page(response, output)`` records the output of the page *response*
+    (its items are found by ``of_page(response)``, keyed by the response:
+    the output holds the page's request);
+    ``yielded(output, child)`` counts a request the page yielded, which
+    ``take(child)`` hands to the scheduler once (None for any other
+    request).  Entries go with their request objects."""
+
+    def __init__(self) -> None:
+        self._pages: WeakKeyDictionary[Any, PageOutput] = WeakKeyDictionary()
+        self._children: WeakKeyDictionary[Any, PageOutput] = WeakKeyDictionary()
+
+    def page(self, response: Any, output: PageOutput) -> None:
+        self._pages[response] = output
+
+    def of_page(self, response: Any) -> PageOutput | None:
+        return self._pages.get(response)
+
+    def yielded(self, output: PageOutput, child: Any) -> None:
+        output.pending += 1
+        self._children[child] = output
+
+    def take(self, child: Any) -> PageOutput | None:
+        return self._children.pop(child, None)

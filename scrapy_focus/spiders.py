@@ -16,11 +16,14 @@ import scrapy
 from scrapy.http import Response, TextResponse
 
 from scrapy_focus.items import PageItem, page_item
+from scrapy_focus.runtime import FocusRuntime
 
 SKIPPED_SCHEMES = ("mailto:", "javascript:", "tel:", "data:", "#")
 
 
 class FocusSpider(scrapy.Spider):
+    """Fetches its seeds and offers every link of every page to the frontier."""
+
     name = "focus"
 
     def __init__(
@@ -34,7 +37,7 @@ class FocusSpider(scrapy.Spider):
             self.focus_topic = topic
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        seeds = self.seeds or self.settings.getlist("FOCUS_SEEDS")
+        seeds = self.seeds or list(FocusRuntime.of(self.crawler).config.frontier.seeds)
         if not seeds:
             self.logger.error("No seeds: set FOCUS_SEEDS or pass --seed URL (-a seeds=URL,...)")
         for url in seeds:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -55,12 +55,18 @@ class LinkContext:
     inherited: float = 0.0  # this link's shark-search inherited score
 
     def to_record(self) -> dict[str, Any]:
-        return asdict(self)
+        # Plain values only: a shallow copy is the record, at a fraction of the
+        # cost of asdict's deep one (this runs for every frontier entry).
+        return dict(self.__dict__)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> LinkContext:
-        known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in record.items() if key in known})
+        if _LINK_FIELDS.issuperset(record):
+            return cls(**record)
+        return cls(**{key: value for key, value in record.items() if key in _LINK_FIELDS})
+
+
+_LINK_FIELDS = frozenset(f.name for f in fields(LinkContext))
 
 
 @dataclass
@@ -80,7 +86,7 @@ class Attempt:
     render_end: str | None = None  # why that wait ended
 
     def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
+        record = dict(self.__dict__)  # plain values, as LinkContext's
         del record["started"]  # a monotonic reading means nothing outside this process
         if record["seconds"] is not None:
             record["seconds"] = round(record["seconds"], 3)
@@ -115,6 +121,8 @@ class FocusState:
     example: bool = False
     #: Fetch from the network, not the corpus (a re-crawl or an escalation).
     refresh: bool = False
+    #: The corpus sent the page back (a re-crawl, a release from quarantine).
+    requeue: bool = False
     #: The corpus version this fetch replaces (only the final rendition is kept).
     supersede: int | None = None
     #: The corpus version this response was stored as or read from, and when fetched.
@@ -127,10 +135,12 @@ class FocusState:
     #: The page as decoded before extraction and its verdict: ``(page, verdict)``.
     prejudged: tuple[Any, Any] | None = None
     extracted: Extracted = field(default_factory=Extracted)
-    #: The page's relevance to the topic, once scored.
+    #: The page's relevance to the topic, once scored (None: no topic).
     relevance: float | None = None
     #: The live guard of the browser download running now (never recorded).
     guard: Any = field(default=None, repr=False, compare=False)
+    #: Whether the link-context middleware scored the page (its relevance may be None).
+    scored: bool = False
 
     # -- attempts
 
@@ -170,6 +180,7 @@ class FocusState:
         self.prejudged = None
         self.extracted = Extracted()
         self.relevance = None
+        self.scored = False
         return self.attempts[-1]
 
     @property
@@ -194,6 +205,7 @@ class FocusState:
             "pending": _pending(self.attempts),
             "example": self.example,
             "refresh": self.refresh,
+            "requeue": self.requeue,
             "supersede": self.supersede,
             "relevance": self.relevance,
         }
@@ -210,6 +222,7 @@ class FocusState:
             ],
             example=bool(record.get("example")),
             refresh=bool(record.get("refresh")),
+            requeue=bool(record.get("requeue")),
             supersede=record.get("supersede"),
             relevance=record.get("relevance"),
         )

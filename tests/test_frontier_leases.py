@@ -11,11 +11,11 @@ from scrapy_focus.signals import PageOutput
 from tests.test_frontier_rediscovery import SITE, open_scheduler
 
 
-def output_of(page: Request, children: list[Request]) -> PageOutput:
+def output_of(scheduler, page: Request, children: list[Request]) -> PageOutput:
     """What LinkContextMiddleware hands on for *page*: its children, counted."""
     output = PageOutput(page)
     for child in children:
-        output.yielded(child)
+        scheduler.outputs.yielded(output, child)
     output.complete = True
     return output
 
@@ -29,7 +29,7 @@ def test_the_lease_waits_for_the_last_child(tmp_path):
         assert scheduler.enqueue_request(Request(f"{SITE}/index.html"))
         page = scheduler.next_request()
         children = [Request(f"{SITE}/{n}.html", meta={"depth": 1}) for n in range(2)]
-        done(scheduler, page, output_of(page, children))
+        done(scheduler, page, output_of(scheduler, page, children))
         assert scheduler.store.leased() == 1  # the callback is done, its links are not in
         assert scheduler.enqueue_request(children[0])
         assert scheduler.store.leased() == 1
@@ -43,7 +43,7 @@ def test_a_page_without_links_and_an_exception_release_at_once(tmp_path):
         for path in ("/a.html", "/b.html"):
             assert scheduler.enqueue_request(Request(f"{SITE}{path}"))
         first, second = scheduler.next_request(), scheduler.next_request()
-        done(scheduler, first, output_of(first, []))
+        done(scheduler, first, output_of(scheduler, first, []))
         done(scheduler, second, None)  # process_spider_exception: no output
         assert scheduler.store.leased() == 0
 
@@ -53,7 +53,7 @@ def test_an_exception_after_some_links_still_waits_for_them(tmp_path):
         assert scheduler.enqueue_request(Request(f"{SITE}/index.html"))
         page = scheduler.next_request()
         child = Request(f"{SITE}/1.html", meta={"depth": 1})
-        done(scheduler, page, output_of(page, [child]))  # the output's finally ...
+        done(scheduler, page, output_of(scheduler, page, [child]))  # the output's finally ...
         done(scheduler, page, None)  # ... then process_spider_exception
         assert scheduler.store.leased() == 1
         scheduler.enqueue_request(child)
@@ -65,8 +65,8 @@ def test_an_earlier_outputs_last_child_leaves_a_later_output_waiting(tmp_path):
         assert scheduler.enqueue_request(Request(f"{SITE}/index.html"))
         page = scheduler.next_request()
         early, late = (Request(f"{SITE}/{n}.html", meta={"depth": 1}) for n in (1, 2))
-        done(scheduler, page, output_of(page, [early]))
-        done(scheduler, page, output_of(page, [late]))  # the same page answered again
+        done(scheduler, page, output_of(scheduler, page, [early]))
+        done(scheduler, page, output_of(scheduler, page, [late]))  # the same page answered again
         scheduler.enqueue_request(early)
         assert scheduler.store.leased() == 1  # the later output's link is not in yet
         scheduler.enqueue_request(late)

@@ -13,9 +13,9 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
-from scrapy_focus.frontier.relevance import LinkContext
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.frontier.store_local import LmdbFrontierStore
+from scrapy_focus.state import LinkContext
 
 SITE = "http://docs.example"
 
@@ -96,7 +96,7 @@ def test_a_queued_page_found_again_on_a_relevant_page_moves_up(scheduler):
     taken = drain(scheduler)
     assert [r.url for r in taken].count(f"{SITE}/sched.html") == 1
     assert taken[0].url == f"{SITE}/sched.html"
-    assert taken[0].meta["focus"]["parent_url"] == f"{SITE}/concurrency.html"  # its new context
+    assert taken[0].meta["focus"].link.parent_url == f"{SITE}/concurrency.html"  # its new context
     assert len(taken) == 6
 
 
@@ -105,7 +105,7 @@ def test_a_worse_context_found_later_changes_nothing(scheduler):
     scheduler.enqueue_request(link("/sched.html", "/modindex.html", 0.05, "sched"))
     assert scheduler.crawler.stats.get_value("focus/frontier/raised") is None
     (taken,) = drain(scheduler)
-    assert taken.meta["focus"]["parent_url"] == f"{SITE}/concurrency.html"
+    assert taken.meta["focus"].link.parent_url == f"{SITE}/concurrency.html"
 
 
 def test_a_page_already_taken_is_not_queued_again(scheduler):

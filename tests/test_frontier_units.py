@@ -6,12 +6,18 @@ import math
 import pickle
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
-from scrapy_focus.frontier.politeness import Politeness, PolitenessConfig, parse_retry_after
-from scrapy_focus.frontier.relevance import LinkContext, LinkModel, LinkScorer, Topic, terms
-from scrapy_focus.frontier.store_local import LmdbFrontierStore, decode_key, encode_key
+from scrapy_focus.config import PolitenessConfig
+from scrapy_focus.frontier.entries import decode_key, encode_key
+from scrapy_focus.frontier.link_model import LinkModel
+from scrapy_focus.frontier.link_scorer import LinkScorer
+from scrapy_focus.frontier.politeness import Politeness, parse_retry_after
+from scrapy_focus.frontier.store_local import LmdbFrontierStore
+from scrapy_focus.frontier.terms import Topic, terms
+from scrapy_focus.state import LinkContext
 from scrapy_focus.urls import Scope
 
 # -- scope and traps
@@ -325,3 +331,83 @@ def test_retry_after_in_seconds_or_http_date():
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 - 60) == 60
     assert parse_retry_after(b"soon") is None
     assert parse_retry_after(None) is None
+
+
+def test_the_local_implementations_implement_the_seams(tmp_path):
+    from scrapy_focus.frontier.seams import (
+        CrawlCounters,
+        FrontierStore,
+        LinkModelState,
+        PolitenessState,
+    )
+    from scrapy_focus.frontier.stopping import LocalCounters
+
+    store = LmdbFrontierStore(tmp_path / "store")
+    try:
+        assert isinstance(store, FrontierStore)
+    finally:
+        store.close()
+    assert isinstance(Politeness(PolitenessConfig()), PolitenessState)
+    assert isinstance(LinkModel(), LinkModelState)
+    counters = LocalCounters()
+    assert isinstance(counters, CrawlCounters)
+    counters.add_fetched(), counters.add_relevant(), counters.add_fetched()
+    resumed = LocalCounters()
+    resumed.restore(counters.to_bytes())
+    assert (resumed.fetched, resumed.relevant) == (2, 1)
+
+
+def test_a_request_state_is_stored_as_data_and_read_back():
+    from scrapy_focus.frontier.payload import UnsafePayload, dump_entry, load_entry
+    from scrapy_focus.state import FocusState
+
+    state = FocusState(link=LinkContext(url="http://a.com/x", anchor="x", parent_url="p"))
+    state.refresh = True
+    back = load_entry(dump_entry({"meta": {"focus": state}}))["meta"]["focus"]
+    assert isinstance(back, FocusState)
+    assert (back.link.anchor, back.link.parent_url, back.refresh) == ("x", "p", True)
+    with pytest.raises(UnsafePayload):  # the state's loader is allowed, not the state's module
+        load_entry(pickle.dumps({"meta": {"focus": state}, "x": FocusState}))
+
+
+def test_a_start_request_is_a_seed_and_comes_back_as_an_admitted_request():
+    from scrapy import Request
+
+    from scrapy_focus.frontier.admission import arrival_of, link_state
+    from scrapy_focus.state import FocusState
+
+    seed = Request("http://a.com/")
+    assert arrival_of(seed, link_state(seed), seeds_give_scope=True).seed
+    # Once queued it has a link context without a parent: a retry is no new seed.
+    retried = Request(
+        "http://a.com/", meta={"focus": FocusState(link=LinkContext("http://a.com/"))}
+    )
+    assert not arrival_of(retried, link_state(retried), seeds_give_scope=True).seed
+    example = Request("http://a.com/ex", meta={"focus": FocusState(example=True)})
+    arrival = arrival_of(example, link_state(example), seeds_give_scope=True)
+    assert (arrival.seed, arrival.example, arrival.trusted) == (False, True, True)
+    # A mapping the user put under meta["focus"] is the request's link context.
+    given = Request("http://a.com/x", meta={"focus": {"anchor": "mine", "parent_url": "p"}})
+    state = link_state(given)
+    assert isinstance(given.meta["focus"], FocusState) and state.link.anchor == "mine"
+
+
+def test_stop_conditions_count_the_crawls_pages_and_its_dequeues():
+    from scrapy_focus.frontier.stopping import LocalCounters, StopConditions
+
+    config = SimpleNamespace(
+        max_pages=3,
+        max_relevant_pages=0,
+        deadline=0,
+        saturation_score=0.2,
+        saturation_pages=2,
+    )
+    counters = LocalCounters()
+    stop = StopConditions(config, counters)  # type: ignore[arg-type]
+    assert stop.budget_left(in_flight=2)
+    assert not stop.budget_left(in_flight=3)  # those in flight would reach the budget
+    assert stop.dequeued(0.1) is None and stop.dequeued(0.5) is None
+    assert stop.dequeued(0.1) is None and stop.dequeued(0.1) == "focus_saturated"
+    for _ in range(3):
+        counters.add_fetched()
+    assert stop.page_counted() == "focus_max_pages"

@@ -13,8 +13,10 @@ from urllib.parse import urlencode
 
 from scrapy.utils.test import get_crawler
 
-from scrapy_focus.frontier.politeness import Politeness, PolitenessConfig
-from scrapy_focus.urls import Scope, registrable_domain, scope_entry, seed_entries
+from scrapy_focus.config import PolitenessConfig
+from scrapy_focus.domains import registrable_domain, scope_entry, seed_entries
+from scrapy_focus.frontier.politeness import Politeness
+from scrapy_focus.urls import Scope
 from tests.crawl import run_crawl, run_focus_crawl
 
 PAGES = {"spider": "page_spider.py"}

@@ -1,0 +1,1 @@
+"""What is fetched next: the focused frontier (:mod:`.scheduler` and the modules it composes)."""

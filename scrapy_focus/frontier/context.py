@@ -2,15 +2,17 @@
 
 A spider middleware, so any spider gains it:
 
-* before the callback, it scores the page's relevance (once, from the
-  extraction in ``response.meta``), stores it in ``response.meta
-  ["focus_relevance"]``, teaches the link model what the link that led here
-  was worth, and sends :data:`~scrapy_focus.signals.page_scored`;
-* for every request the callback yields, it fills ``request.meta["focus"]``
-  (a :class:`~scrapy_focus.frontier.relevance.LinkContext`): anchor text,
+* before the callback, it scores the page's relevance (once, from its
+  extraction), stores it in the request state (``state.relevance``,
+  :mod:`scrapy_focus.state`), teaches the link model what the link that led
+  here was worth, and sends :data:`~scrapy_focus.signals.page_scored`;
+* for every request the callback yields, it sets the state's link context
+  (``state.link``, a :class:`~scrapy_focus.state.LinkContext`): anchor text,
   title/alt, the text around the link, the nearest heading (found in the parent
-  page when the spider did not say), the parent's URL and relevance, the
-  shark-search inheritance and the distance from the last relevant ancestor;
+  page when the spider did not say: an anchor, title, context or heading the
+  spider put in ``meta["focus"]`` itself wins), the parent's URL and
+  relevance, the shark-search inheritance and the distance from the last
+  relevant ancestor;
 * page items without a relevance get it;
 * when the callback's output is exhausted it sends
   :data:`~scrapy_focus.signals.page_done` with a
@@ -34,15 +36,20 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.misc import load_object
 
 from scrapy_focus import signals as focus_signals
-from scrapy_focus.frontier.relevance import FocusModel, LinkContext, model_for
+from scrapy_focus.frontier import legacy_meta
+from scrapy_focus.frontier.admission import link_state
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
-from scrapy_focus.signals import PAGE_ITEMS_KEY, PageOutput
+from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.signals import PageOutput
+from scrapy_focus.state import META_KEY, FocusState, LinkContext, peek, state_of
 from scrapy_focus.urls import canonicalize_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
+
+    from scrapy_focus.frontier.relevance import FocusModel
 
 logger = logging.getLogger(__name__)
 
@@ -173,16 +180,21 @@ def _context(element: Any, reader: ContextReader) -> str:
 
 
 class LinkContextMiddleware:
+    """The link context of every request a callback yields (see the module docstring)."""
+
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("FOCUS_FRONTIER_ENABLED"):
+        runtime = FocusRuntime.of(crawler)
+        config = runtime.config.frontier
+        if not config.enabled:
             raise NotConfigured
         self.crawler = crawler
-        self.model: FocusModel = model_for(crawler)
+        self.model: FocusModel = runtime.model
+        self.outputs = runtime.page_outputs
         self.stats = crawler.stats
-        # Only the frontier takes the PageOutput out of a request's meta; another
-        # scheduler (a user's own) would store it with the request.
-        self.track_output = issubclass(load_object(crawler.settings["SCHEDULER"]), FocusScheduler)
-        self.max_links = crawler.settings.getint("FOCUS_MAX_LINKS_PER_PAGE")
+        # Only the frontier waits for a page's output before acknowledging it;
+        # with another scheduler (a user's own) there is nothing to count.
+        self.track_output = issubclass(load_object(config.scheduler_class), FocusScheduler)
+        self.max_links = config.max_links_per_page
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -191,22 +203,23 @@ class LinkContextMiddleware:
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         # Example pages of the topic are fetched first; their text joins the topic.
         for url in self.model.example_urls:
-            yield Request(url, dont_filter=True, priority=1000, meta={"focus_example": True})
+            example = FocusState(example=True)
+            yield Request(url, dont_filter=True, priority=1000, meta={META_KEY: example})
         async for item_or_request in start:
             yield item_or_request
 
     def process_spider_input(self, response: Response, spider: Any = None) -> None:
-        meta = response.meta
-        if "focus_relevance" in meta:
+        state = state_of(response)
+        if state.scored:
             return
-        extraction = meta.get("focus_extraction")
-        if meta.get("focus_example") and extraction is not None and self.model.topic:
+        extraction = legacy_meta.extraction(response, state)
+        if state.example and extraction is not None and self.model.topic:
             self.model.topic.add_example(f"{extraction.title or ''} {extraction.text}")
         relevance = self.model.page_relevance(extraction) if self.model.focused else None
-        meta["focus_relevance"] = relevance
-        link = meta.get("focus")
-        if relevance is not None and link and link.get("parent_url") and self.model.scorer:
-            self.model.scorer.learn(LinkContext.from_meta(link), relevance)
+        state.relevance, state.scored = relevance, True
+        link = state.link
+        if relevance is not None and link and link.parent_url and self.model.scorer:
+            self.model.scorer.learn(link, relevance)
         self.crawler.signals.send_catch_log(
             focus_signals.page_scored, response=response, relevance=relevance
         )
@@ -221,7 +234,7 @@ class LinkContextMiddleware:
         kept: set[str] = set()
         dropped = 0
         if output is not None:
-            response.meta[PAGE_ITEMS_KEY] = output
+            self.outputs.page(response, output)
         try:
             async for entry in result:
                 if isinstance(entry, Request):
@@ -235,10 +248,10 @@ class LinkContextMiddleware:
                         anchors = self._anchors(response)
                     self._attach(entry, response, anchors)
                     if output is not None:
-                        output.yielded(entry)
+                        self.outputs.yielded(output, entry)
                 else:
                     if isinstance(entry, PageItem) and entry.relevance is None:
-                        entry.relevance = response.meta.get("focus_relevance")
+                        entry.relevance = _relevance(response)
                     if output is not None:
                         output.pending += 1  # until the item pipelines are done with it
                 yield entry
@@ -279,28 +292,37 @@ class LinkContextMiddleware:
             )
 
     def _attach(self, request: Request, response: Response, anchors: dict) -> None:
-        given = request.meta.get("focus") or {}
-        if given.get("parent_url"):
+        given = link_state(request)
+        parent = peek(response)
+        if given is not None and given is parent:
+            given = None  # the spider passed the page's meta on: the link is a new one
+        known = given.link if given is not None else None
+        if known is not None and known.parent_url:
             return  # already described (a re-issued request keeps its context)
         found = anchors.get(canonical_link(request.url), {})
-        parent = response.meta.get("focus") or {}
-        relevance = response.meta.get("focus_relevance")
+        parent_link = parent.link if parent is not None else None
+        relevance = parent.relevance if parent is not None else None
         relevant = relevance is not None and relevance >= self.model.threshold
-        inherited = 0.0
         link = LinkContext(
             url=request.url,
-            anchor=given.get("anchor") or found.get("anchor", ""),
-            title=given.get("title") or found.get("title", ""),
-            context=given.get("context") or found.get("context", ""),
-            heading=given.get("heading") or found.get("heading", ""),
+            anchor=(known and known.anchor) or found.get("anchor", ""),
+            title=(known and known.title) or found.get("title", ""),
+            context=(known and known.context) or found.get("context", ""),
+            heading=(known and known.heading) or found.get("heading", ""),
             parent_url=response.url,
             parent_relevance=relevance,
-            parent_inherited=parent.get("inherited", 0.0),
+            parent_inherited=parent_link.inherited if parent_link is not None else 0.0,
             depth=response.meta.get("depth", 0) + 1,
-            distance=0 if relevant else int(parent.get("distance", 0)) + 1,
+            distance=0 if relevant else (parent_link.distance if parent_link else 0) + 1,
         )
         if self.model.scorer is not None:
-            inherited = self.model.scorer.inherited(link)
-        meta = link.to_meta()
-        meta["inherited"] = inherited
-        request.meta["focus"] = meta
+            link.inherited = self.model.scorer.inherited(link)
+        if given is None:
+            request.meta[META_KEY] = FocusState(link=link)
+        else:
+            given.link = link
+
+
+def _relevance(response: Response) -> float | None:
+    state = peek(response)
+    return state.relevance if state is not None else None

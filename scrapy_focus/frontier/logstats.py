@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from scrapy_focus.runtime import FocusRuntime
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
@@ -16,6 +18,8 @@ logger = logging.getLogger(__name__)
 
 
 class FocusLogStats:
+    """Logs the crawl's focus figures every ``FOCUS_LOG_INTERVAL`` seconds and at close."""
+
     def __init__(self, crawler: Crawler, interval: float) -> None:
         self.crawler = crawler
         self.interval = interval
@@ -23,8 +27,9 @@ class FocusLogStats:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        interval = crawler.settings.getfloat("FOCUS_LOG_INTERVAL", 30.0)
-        if not interval or not crawler.settings.getbool("FOCUS_FRONTIER_ENABLED"):
+        config = FocusRuntime.of(crawler).config.frontier
+        interval = config.log_interval
+        if not interval or not config.enabled:
             raise NotConfigured
         extension = cls(crawler, interval)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)

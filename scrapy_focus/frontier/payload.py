@@ -8,11 +8,14 @@ the frontier needs, but a pickle read back can import and call anything.  So:
 * :func:`dump_entry` pickles only plain data: ``None``, booleans, numbers, ``str``,
   ``bytes``, and lists, tuples, dicts and sets of them, plus the few classes in
   :data:`ALLOWED_CLASSES` (scrapy-playwright's ``PageMethod``, so a resumed crawl
-  keeps a request's page methods).  Anything else (a lambda, an object in meta)
+  keeps a request's page methods), and the request's
+  :class:`~scrapy_focus.state.FocusState`, which pickles as its record (plain
+  data) and one call, :data:`STATE_LOADER`.  Anything else (a lambda, an object in meta)
   raises :class:`UnsafePayload`: the scheduler keeps that request in memory, as
   Scrapy's own JOBDIR queues keep what they cannot pickle;
-* :func:`load_entry` refuses every global a pickle names but those classes, so an
-  entry written by someone else is an unreadable entry, never code;
+* :func:`load_entry` refuses every global a pickle names but those classes and
+  :data:`STATE_LOADER` (which builds a state from data and runs nothing else),
+  so an entry written by someone else is an unreadable entry, never code;
 * :func:`to_request` builds the request, resolving the dict's ``_class`` to a
   ``Request`` subclass only in a module already imported: reading an entry
   imports nothing.
@@ -28,8 +31,12 @@ from typing import Any
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
+from scrapy_focus import state
+
 #: (module, name) of the classes an entry may hold besides plain data.
 ALLOWED_CLASSES: frozenset[tuple[str, str]] = frozenset({("scrapy_playwright.page", "PageMethod")})
+#: (module, name) of the one function an entry may call: a request state from its record.
+STATE_LOADER = ("scrapy_focus.state", "_from_record")
 
 
 class UnsafePayload(pickle.PicklingError, pickle.UnpicklingError):
@@ -40,6 +47,10 @@ class _DataPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         # Called for every object but exact None, bool, int, float, str, bytes,
         # list, tuple, dict, set and frozenset, which pickle as they are.
+        if type(obj) is state.FocusState:
+            return obj.__reduce__()  # its record, as plain data
+        if obj is state._from_record:
+            return NotImplemented  # pickled as the global it is
         cls = obj if isinstance(obj, type) else type(obj)  # an allowed class, or one of its own
         if (cls.__module__, cls.__qualname__) in ALLOWED_CLASSES:
             return NotImplemented
@@ -48,6 +59,8 @@ class _DataPickler(pickle.Pickler):
 
 class _DataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == STATE_LOADER:
+            return state._from_record
         if (module, name) not in ALLOWED_CLASSES:
             raise UnsafePayload(f"a frontier entry names {module}.{name}: refused")
         return super().find_class(module, name)

@@ -9,7 +9,8 @@ at which the scheduler may hand out a request for *host*:
 * not while ``per-host concurrency`` requests are in flight;
 * not before a backoff ends (429/503 with ``Retry-After``, else exponential,
   bounded by ``FOCUS_MAX_BACKOFF``).  The engine ladder shares this object
-  (:func:`politeness_for`) so both back off from the same host state.
+  (``FocusRuntime.of(crawler).politeness``) so both back off from the same
+  host state.
 
 A host that asks for more than ``FOCUS_MAX_HOST_DELAY`` seconds between two
 requests (its robots.txt ``Crawl-delay``, or one ``Retry-After``) is *held back*
@@ -32,35 +33,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-
-@dataclass(frozen=True)
-class PolitenessConfig:
-    delay: float = 0.0
-    concurrency: int = 8
-    slots: dict[str, dict[str, Any]] = field(default_factory=dict)  # DOWNLOAD_SLOTS
-    in_flight_timeout: float = 180.0 + 30.0  # DOWNLOAD_TIMEOUT + margin: leaked leases expire
-    base_backoff: float = 5.0
-    max_backoff: float = 600.0
-    max_host_delay: float = 600.0  # a host asking for more is held back; 0: no cap
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> PolitenessConfig:
-        settings = crawler.settings
-        return cls(
-            delay=settings.getfloat("DOWNLOAD_DELAY"),
-            concurrency=max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8)),
-            slots=settings.getdict("DOWNLOAD_SLOTS"),
-            in_flight_timeout=settings.getfloat("DOWNLOAD_TIMEOUT", 180) + 30,
-            base_backoff=settings.getfloat("FOCUS_BASE_BACKOFF", 5.0),
-            max_backoff=settings.getfloat("FOCUS_MAX_BACKOFF", 600.0),
-            max_host_delay=settings.getfloat("FOCUS_MAX_HOST_DELAY", 600.0),
-        )
+    from scrapy_focus.config import PolitenessConfig
 
 
 @dataclass
@@ -75,6 +53,8 @@ class HostState:
 
 
 class Politeness:
+    """The :class:`~scrapy_focus.frontier.seams.PolitenessState` of one process."""
+
     def __init__(
         self,
         config: PolitenessConfig,
@@ -230,10 +210,13 @@ def robots_crawl_delay(crawler: Crawler) -> Callable[[str], float | None]:
     """Look up robots.txt Crawl-delay in Scrapy's own RobotsTxtMiddleware, which
     already fetched and parsed it (no second fetch).  Reads its parser cache;
     returns None until robots.txt of that host is parsed."""
-    user_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get("USER_AGENT")
+    from scrapy_focus.runtime import FocusRuntime
+
+    config = FocusRuntime.of(crawler).config.politeness
+    user_agent = config.robots_user_agent
 
     def lookup(host: str) -> float | None:
-        if not crawler.settings.getbool("ROBOTSTXT_OBEY") or crawler.engine is None:
+        if not config.robots_obey or crawler.engine is None:
             return None
         from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
@@ -248,13 +231,8 @@ def robots_crawl_delay(crawler: Crawler) -> Callable[[str], float | None]:
     return lookup
 
 
-_SHARED: WeakKeyDictionary[Any, Politeness] = WeakKeyDictionary()
-
-
 def politeness_for(crawler: Crawler) -> Politeness:
-    """The crawler's one Politeness, shared by the scheduler and the engine ladder."""
-    if crawler not in _SHARED:
-        _SHARED[crawler] = Politeness(
-            PolitenessConfig.from_crawler(crawler), robots_crawl_delay(crawler)
-        )
-    return _SHARED[crawler]
+    """``FocusRuntime.of(crawler).politeness``, for the callers not moved to it yet."""
+    from scrapy_focus.runtime import FocusRuntime
+
+    return FocusRuntime.of(crawler).politeness

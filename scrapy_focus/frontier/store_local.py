@@ -6,21 +6,13 @@ process (SIGKILL included); without, in a temporary directory removed at close
 One mechanism either way, so a crawl of ten million pending URLs needs no
 more memory than one of ten.
 
-Contract (what the scheduler relies on):
-
-* ``push(host, priority, score, payload)`` stores an entry; entries of a host
-  come out best first: higher ``priority``, then higher ``score``, then FIFO.
-* ``best(host)`` peeks at a host's best entry key without removing it;
-  ``pop(host)`` removes and returns it, and *leases* it: the entry stays in
-  ``leases`` until ``ack(lease_key)``.  ``open`` puts every unacknowledged
-  lease back in the queue, so a killed crawl loses no request it had taken.
-* ``seen_add(fingerprint)`` is True the first time a fingerprint is offered;
-  ``seen_pending(fingerprint, key)`` notes the queue key of its entry, and
-  ``pending_key(fingerprint)`` finds it while the entry is still queued (keys
-  are never reused, so a key noted before a pop, a re-score or a kill is simply
-  not found), for ``replace(key, ...)`` to move the entry to a better place.
-* ``variant_add(group, variant, limit)`` counts distinct variants per group
-  (query strings per path, for the trap guard) on disk, not in memory.
+It implements :class:`~scrapy_focus.frontier.seams.FrontierStore` (the
+contract the scheduler relies on: push, lease, ack, seen, rescore), with keys
+ordered as :mod:`~scrapy_focus.frontier.entries` says.  A lease is the entry
+moved to the ``leases`` table; opening the store puts every unacknowledged
+lease back in the queue.  A key noted by ``seen_pending`` before a pop, a
+re-score or a kill is simply not found afterwards (keys are never reused).
+Query variants per path (the trap guard) are counted on disk, not in memory.
 
 Durability: every call works in one open LMDB write transaction, committed
 every ``commit_every`` writes or ``commit_interval`` seconds (whichever comes
@@ -45,76 +37,25 @@ matches it, so nothing more is written on top.  ``close`` then only closes.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import struct
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import lmdb
 
 from scrapy_focus.faults import StorageError
+from scrapy_focus.frontier.entries import HOST_ID as _HOST_ID
+from scrapy_focus.frontier.entries import Entry, decode_key, encode_key
+from scrapy_focus.frontier.scratch import temporary_directory
 
-_HOST_ID = struct.Struct(">I")
 _COUNT = struct.Struct(">Q")
-_KEY = struct.Struct(">IIIQ")  # host id, inverted priority, inverted score, sequence
-_PRIORITY_OFFSET = 2**31
-_SCORE_SCALE = 2**32 - 1
-
-
-_TEMPORARY_PREFIX = "focus-frontier-"
-
-
-def _temporary_directory() -> Path:
-    """A store for a crawl without JOBDIR, named after this process; first removes the
-    stores of crawls that were killed, which a SIGKILL gave no chance to clean up."""
-    for stale in Path(tempfile.gettempdir()).glob(f"{_TEMPORARY_PREFIX}*-*"):
-        owner = stale.name[len(_TEMPORARY_PREFIX) :].split("-", 1)[0]
-        if owner.isdigit() and not _alive(int(owner)):
-            shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{_TEMPORARY_PREFIX}{os.getpid()}-"))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-@dataclass(frozen=True)
-class Entry:
-    host: str
-    priority: int
-    score: float
-    payload: bytes
-    lease: bytes  # the key to ack
-
-
-def encode_key(host_id: int, priority: int, score: float, seq: int) -> bytes:
-    priority = max(-_PRIORITY_OFFSET + 1, min(_PRIORITY_OFFSET - 1, priority))
-    score = max(0.0, min(1.0, score))
-    return _KEY.pack(
-        host_id,
-        _PRIORITY_OFFSET - 1 - priority,  # higher priority sorts first
-        int((1.0 - score) * _SCORE_SCALE),  # higher score sorts first
-        seq,
-    )
-
-
-def decode_key(key: bytes) -> tuple[int, int, float, int]:
-    host_id, inv_priority, inv_score, seq = _KEY.unpack(key)
-    return host_id, _PRIORITY_OFFSET - 1 - inv_priority, 1.0 - inv_score / _SCORE_SCALE, seq
 
 
 class LmdbFrontierStore:
+    """The :class:`~scrapy_focus.frontier.seams.FrontierStore` of one machine."""
+
     def __init__(
         self,
         directory: str | Path | None,
@@ -126,7 +67,7 @@ class LmdbFrontierStore:
         # 1 TiB of address space, not of disk: the file grows with the data, and
         # no other process maps it, so there is no reason to grow it by steps.
         self._temporary = directory is None
-        self.path = _temporary_directory() if directory is None else Path(directory)
+        self.path = temporary_directory() if directory is None else Path(directory)
         self.path.mkdir(parents=True, exist_ok=True)
         self.env = lmdb.open(
             str(self.path),
@@ -440,6 +381,3 @@ class LmdbFrontierStore:
 
     def host_id(self, host: str) -> int:
         return self.host_ids[host]
-
-    def info(self) -> dict[str, Any]:
-        return {"path": str(self.path), "pending": self._size, "hosts": len(self.host_ids)}

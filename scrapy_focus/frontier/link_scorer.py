@@ -1,0 +1,159 @@
+"""Link scoring: how likely a link is to lead to a page about the topic.
+
+:class:`LinkScorer` scores a link (a :class:`~scrapy_focus.state.LinkContext`)
+in [0, 1]: a prior (topic similarity of its anchor, context and URL tokens, the
+parent's relevance and a shark-search inherited score) plus the correction the
+link model (:class:`~scrapy_focus.frontier.link_model.LinkModel`) learnt for the
+link's groups (host, parent page, directories) as the relevance of the pages
+fetched from them became known.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from scrapy_focus.frontier.link_model import LinkModel, url_groups
+from scrapy_focus.frontier.terms import Topic, terms, url_terms
+from scrapy_focus.state import LinkContext
+
+if TYPE_CHECKING:
+    from scrapy_focus.frontier.seams import LinkModelState
+
+
+@dataclass(frozen=True)
+class LinkScore:
+    score: float
+    prior: float
+    inherited: float  # shark-search inherited score, handed to the child
+
+
+#: How much a compound of a topic term (``multiprocessing`` for ``process``) counts,
+#: relative to the term itself, in a link's anchor and URL.
+COMPOUND_WEIGHT = 0.6
+
+#: A page one of whose links led to a more relevant page than itself is a hub: the
+#: link that led to it counts again, at this weight, with the child's relevance
+#: (delayed reward, as Rennie & McCallum's).
+HUB_CREDIT = 0.5
+
+#: How many fetched pages' links are remembered, to credit hubs.
+_REMEMBERED_LINKS = 200_000
+
+
+class LinkScorer:
+    """Scores links from their context: the topic prior, corrected by what the
+    crawl learnt of the link's groups.
+
+    ``score = prior + correction``: before the crawl has read a page the score
+    is the prior (how much the link's anchor, context, URL and parent match the
+    topic); each page read tells the model (:class:`LinkModel`) how much more or
+    less relevant it was than its link's prior, and that moves every link of its
+    groups, up or down.
+    """
+
+    def __init__(
+        self,
+        topic: Topic,
+        model: LinkModelState | None = None,
+        relevance_threshold: float = 0.5,
+        decay: float = 0.5,
+    ) -> None:
+        self.topic = topic
+        self.model: LinkModelState = model or LinkModel()
+        self.threshold = relevance_threshold
+        self.decay = decay
+        # url of a fetched page → where the link to it was found and its prior,
+        # and the best relevance it was credited with
+        self._fetched: OrderedDict[str, _Trained] = OrderedDict()
+
+    def inherited(self, link: LinkContext) -> float:
+        """Shark-search: a relevant parent hands down its relevance, decayed; an
+        irrelevant one hands down its own inheritance, decayed again."""
+        parent = link.parent_relevance
+        if parent is None:
+            return 0.0
+        if parent >= self.threshold:
+            return self.decay * parent
+        return self.decay * link.parent_inherited
+
+    def prior(self, link: LinkContext) -> float:
+        anchor = terms(f"{link.anchor} {link.title}")
+        neighbourhood = terms(f"{link.heading} {link.context}")
+        url = url_terms(link.url)
+        anchor_sim = self._match(anchor, self.topic.similarity, self.topic.coverage)
+        context_sim = self.topic.similarity(neighbourhood)
+        url_sim = self._match(url, self.topic.coverage)
+        parent = link.parent_relevance or 0.0
+        score = (
+            0.40 * anchor_sim
+            + 0.15 * context_sim
+            + 0.15 * url_sim
+            + 0.15 * parent
+            + 0.15 * self.inherited(link) / max(self.decay, 1e-9)
+        )
+        return max(0.0, min(1.0, score))
+
+    def _match(self, link_terms: list[str], *measures: Any) -> float:
+        """The best of *measures* on the link's own terms, or, at COMPOUND_WEIGHT,
+        on the same terms with compounds of topic terms expanded (:meth:`Topic.expand`)."""
+        exact = max(measure(link_terms) for measure in measures)
+        expanded = self.topic.expand(link_terms)
+        if expanded == link_terms:
+            return exact
+        return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
+
+    @staticmethod
+    def chain(link: LinkContext) -> list[str]:
+        """The link's groups, from the most general to the most specific: its
+        host, the page it was found on (whose first links' outcome predicts its
+        other links'), then the directories and file-name prefix of its URL
+        (:func:`url_groups`), which say more of a link than a page that may
+        link to every section of the site."""
+        host, *path_groups = url_groups(link.url)
+        chain = [host]
+        if link.parent_url:
+            chain.append(f"parent:{link.parent_url}")
+        return chain + path_groups
+
+    def score(self, link: LinkContext) -> LinkScore:
+        prior = self.prior(link)
+        score = prior
+        if self.model.updates:
+            score = prior + self.model.correction(self.chain(link))
+        return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
+
+    def learn(self, link: LinkContext, child_relevance: float) -> None:
+        """The page *link* led to had *child_relevance*: teach the link model.
+
+        What is learnt is the relevance itself, not whether it passed the
+        threshold: on a site where the topic's own pages score 0.4 and the rest
+        0.2, a threshold of 0.5 would call them all irrelevant and teach nothing.
+
+        A page more relevant than its parent also counts for the link that led
+        to the parent (:data:`HUB_CREDIT`), each time one of its children beats
+        the best before: the way into a section is often an index whose own
+        words are not the topic's (a delayed reward).
+        """
+        label = max(0.0, min(1.0, child_relevance))
+        prior = self.prior(link)
+        self.model.update(self.chain(link), label - prior)
+        self._fetched[link.url] = _Trained(link.parent_url, prior, label)
+        if len(self._fetched) > _REMEMBERED_LINKS:
+            self._fetched.popitem(last=False)
+        if link.parent_url:
+            parent = self._fetched.get(link.parent_url)
+            if parent is not None and label > parent.label:
+                self._fetched[link.parent_url] = parent._replace(label=label)
+                # A chain depends on the URL and the page it was found on alone.
+                way_in = LinkContext(url=link.parent_url, parent_url=parent.parent_url)
+                self.model.update(self.chain(way_in), label - parent.prior, HUB_CREDIT)
+
+
+class _Trained(NamedTuple):
+    """What the scorer remembers of the link that led to a fetched page."""
+
+    parent_url: str | None
+    prior: float
+    label: float

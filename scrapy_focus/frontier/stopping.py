@@ -1,0 +1,113 @@
+"""When the crawl stops by itself, and the counters it stops on.
+
+Stop conditions (close reason in brackets): ``FOCUS_MAX_PAGES`` pages fetched
+(``focus_max_pages``), ``FOCUS_MAX_RELEVANT_PAGES`` relevant pages
+(``focus_max_relevant``), ``FOCUS_DEADLINE`` seconds (``focus_deadline``), and
+saturation: the best frontier score below ``FOCUS_SATURATION_SCORE`` for
+``FOCUS_SATURATION_PAGES`` dequeues in a row (``focus_saturated``).  The
+scheduler also stops a crawl with no scope to keep to (:data:`NO_SCOPE`) and
+one whose store failed (``focus_storage_error``, :mod:`scrapy_focus.faults`).
+
+:class:`StopConditions` reads the pages counted in a
+:class:`~scrapy_focus.frontier.seams.CrawlCounters` (:class:`LocalCounters` on
+one machine), so in a cluster the budget is the crawl's, not a node's; what
+it returns is the reason to stop, or None.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from scrapy_focus.config import FrontierConfig
+    from scrapy_focus.frontier.seams import CrawlCounters
+
+logger = logging.getLogger(__name__)
+
+NO_SCOPE = "focus_no_scope"  # the close reason of a crawl that has no scope to keep to
+
+
+class LocalCounters:
+    """The :class:`~scrapy_focus.frontier.seams.CrawlCounters` of one process."""
+
+    def __init__(self) -> None:
+        self.fetched = 0
+        self.relevant = 0
+
+    def add_fetched(self) -> int:
+        self.fetched += 1
+        return self.fetched
+
+    def add_relevant(self) -> int:
+        self.relevant += 1
+        return self.relevant
+
+    def to_bytes(self) -> bytes:
+        return f"{self.fetched},{self.relevant}".encode()
+
+    def restore(self, raw: bytes) -> None:
+        self.fetched, self.relevant = (int(x) for x in raw.split(b","))
+
+
+class StopConditions:
+    """The crawl's stop conditions over its counters (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: FrontierConfig,
+        counters: CrawlCounters,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.counters = counters
+        self.clock = clock
+        self.started = clock()
+        self._low_streak = 0
+
+    def budget_left(self, in_flight: int) -> bool:
+        """Whether another request may go out: not when those in flight would
+        reach ``FOCUS_MAX_PAGES`` (no overshoot)."""
+        max_pages = self.config.max_pages
+        return not max_pages or self.counters.fetched + in_flight < max_pages
+
+    def dequeued(self, score: float) -> str | None:
+        """An entry of *score* was taken: saturation or the deadline, or None."""
+        config = self.config
+        if config.saturation_pages and config.saturation_score:
+            self._low_streak = self._low_streak + 1 if score < config.saturation_score else 0
+        if config.saturation_pages and self._low_streak >= config.saturation_pages:
+            return "focus_saturated"
+        return self._deadline()
+
+    def page_counted(self) -> str | None:
+        """A page was fetched or scored: the page budgets or the deadline, or None."""
+        config, counters = self.config, self.counters
+        if config.max_pages and counters.fetched >= config.max_pages:
+            return "focus_max_pages"
+        if config.max_relevant_pages and counters.relevant >= config.max_relevant_pages:
+            return "focus_max_relevant"
+        return self._deadline()
+
+    def _deadline(self) -> str | None:
+        if self.config.deadline and self.clock() - self.started >= self.config.deadline:
+            return "focus_deadline"
+        return None
+
+
+def close_crawl(crawler: Crawler, spider: Any, reason: str) -> None:
+    """Close the crawl's spider with *reason*, as the engine's own stops do."""
+    logger.info("Stopping the crawl: %s", reason)
+    engine = crawler.engine
+    if engine is None:
+        return
+    if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
+        from scrapy.utils.defer import deferred_from_coro
+
+        deferred_from_coro(engine.close_spider_async(reason=reason))
+    else:
+        engine.close_spider(spider, reason)
