@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy_focus.domains import scope_entry, seed_entries
-from scrapy_focus.frontier import legacy_meta
 from scrapy_focus.state import META_KEY, FocusState, LinkContext, peek
 from scrapy_focus.urls import WEB_SCHEMES, Scope, host_of
 
@@ -75,7 +74,7 @@ def arrival_of(request: Request, state: FocusState | None, seeds_give_scope: boo
     example = state is not None and state.example
     # A page the corpus sends back is a seed only of a crawl that has no other
     # (a re-crawl of the corpus alone); else it keeps to this crawl's scope.
-    requeued = legacy_meta.requeued(request, state) and not redirected
+    requeued = (state is not None and state.requeue) and not redirected
     described = state is not None and state.link is not None
     seed = ("depth" not in meta and not described and not redirected and not example) or (
         requeued and seeds_give_scope
@@ -84,7 +83,7 @@ def arrival_of(request: Request, state: FocusState | None, seeds_give_scope: boo
     # A topic example is the user's own URL; a re-issue of an admitted request
     # (retry, escalation, corpus re-fetch) is checked against the scope again
     # but not counted again by the trap guards.
-    uncounted = seed or (legacy_meta.refresh(request, state) and not redirected)
+    uncounted = seed or ((state is not None and state.refresh) and not redirected)
     trusted = (example and not redirected) or (seed and not web)
     return Arrival(seed, example, redirected, web, uncounted, trusted)
 

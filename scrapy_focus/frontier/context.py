@@ -36,7 +36,6 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.misc import load_object
 
 from scrapy_focus import signals as focus_signals
-from scrapy_focus.frontier import legacy_meta
 from scrapy_focus.frontier.admission import link_state
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
@@ -212,7 +211,7 @@ class LinkContextMiddleware:
         state = state_of(response)
         if state.scored:
             return
-        extraction = legacy_meta.extraction(response, state)
+        extraction = state.extraction
         if state.example and extraction is not None and self.model.topic:
             self.model.topic.add_example(f"{extraction.title or ''} {extraction.text}")
         relevance = self.model.page_relevance(extraction) if self.model.focused else None

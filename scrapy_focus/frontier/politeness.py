@@ -229,10 +229,3 @@ def robots_crawl_delay(crawler: Crawler) -> Callable[[str], float | None]:
         return None
 
     return lookup
-
-
-def politeness_for(crawler: Crawler) -> Politeness:
-    """``FocusRuntime.of(crawler).politeness``, for the callers not moved to it yet."""
-    from scrapy_focus.runtime import FocusRuntime
-
-    return FocusRuntime.of(crawler).politeness

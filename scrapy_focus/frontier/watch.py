@@ -28,7 +28,6 @@ from scrapy import signals
 
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.faults import StorageError
-from scrapy_focus.frontier import legacy_meta
 from scrapy_focus.frontier.politeness import parse_retry_after
 from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import peek
@@ -116,7 +115,8 @@ class SignalWatch:
     def _observe_content(self, response: Response) -> None:
         """Teach the trap detector what this page served (its extracted text)."""
         traps = self.scheduler.traps
-        extraction = legacy_meta.extraction(response, peek(response))
+        state = peek(response)
+        extraction = state.extraction if state is not None else None
         if traps is None or extraction is None or extraction.skipped:
             return
         text = " ".join((extraction.title or "", *extraction.headings, extraction.text))
