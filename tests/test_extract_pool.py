@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_focus.extract.options import metadata_setting
-from scrapy_focus.extract.options import METADATA_FIELDS
+from scrapy_focus.extract.options import METADATA_FIELDS, metadata_setting
 from tests.crawl import run_crawl
 
 PROBE = {"spider": "page_spider.py", "args": {"probe": "1"}}

@@ -128,7 +128,11 @@ def _written_meta_keys(tree: ast.Module) -> set[str]:
             key = target.slice
             if is_meta and isinstance(key, ast.Constant) and isinstance(key.value, str):
                 keys.add(key.value)
-        if isinstance(node, ast.keyword) and node.arg == "meta" and isinstance(node.value, ast.Dict):
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "meta"
+            and isinstance(node.value, ast.Dict)
+        ):
             for key in node.value.keys:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     keys.add(key.value)

@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-
 from scrapy_focus import settings as defaults
 from scrapy_focus.config.sections import (
     BrowserConfig,
