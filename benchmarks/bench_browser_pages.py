@@ -30,10 +30,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from processes import sample_tree
-from provenance import git_commit
+from harness.processes import sample_tree
+from harness.provenance import git_commit
 
 BODY = (
     "<!DOCTYPE html><html><head><title>An article</title></head><body><article>"

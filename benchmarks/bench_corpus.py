@@ -52,8 +52,6 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
-from processes import run_tree
-from provenance import git, git_commit
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import load_object
@@ -63,6 +61,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from harness.processes import run_tree  # noqa: E402
+from harness.provenance import git, git_commit  # noqa: E402
 from scrapy_focus.corpus.db import BodyCodec  # noqa: E402
 
 MB = 1_000_000
@@ -830,7 +830,7 @@ def _cpu(who: int) -> float:
 
 
 def bench_crawl(limit: int, workdir: Path, log: Callable[[str], None]) -> list[CrawlResult]:
-    from tests.farm import Farm
+    from harness.farm import Farm
 
     results = []
     with Farm() as farm:

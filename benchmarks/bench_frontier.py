@@ -72,11 +72,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provenance import git_commit
-
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from harness.provenance import git_commit  # noqa: E402
 
 BATCH = 10_000
 SCHEDULERS = {

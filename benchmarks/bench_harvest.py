@@ -98,6 +98,7 @@ from harvest_suite import (  # noqa: E402
     missing_packages,
 )
 
+from harness.provenance import git_commit  # noqa: E402
 from scrapy_focus.extract.page import ExtractOptions, extract_page  # noqa: E402
 from scrapy_focus.frontier.relevance import Topic, terms, url_terms  # noqa: E402
 
@@ -716,8 +717,6 @@ def report(
     if python.startswith(f"{REPO}{os.sep}"):
         python = os.path.relpath(python, REPO)
     command = " ".join([python, "benchmarks/bench_harvest.py", *(argv or sys.argv[1:])])
-    from provenance import git_commit
-
     report = [
         f"Run {dt.date.today().isoformat()} at {git_commit()} on {machine()}; `{command}`; "
         f"{seconds:.0f} s in all; {len(topics)} topics, each figure the median of "

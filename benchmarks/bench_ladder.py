@@ -1,6 +1,6 @@
 """Engine ladder benchmark: always-http, always-chromium and the ladder, side by side.
 
-One run serves the hostile web of the tests (``tests/hostile.py``: thirteen
+One run serves the hostile web of the tests (``harness/hostile.py``: thirteen
 sites, each on its own loopback address) with a realistic mix of pages (mostly
 server-rendered sites, then an SPA, a JavaScript challenge, a site that lets
 only browsers in and one that turns headless Chromium away), and measures:
@@ -75,7 +75,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from provenance import git_commit
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
@@ -83,7 +82,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import tests.hostile as hostile  # noqa: E402
+import harness.hostile as hostile  # noqa: E402
+from harness.provenance import git_commit  # noqa: E402
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 TAG = "FOCUS_BENCH_LADDER_TAG"
@@ -363,7 +363,7 @@ def crawl_settings(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "FOCUS_EMIT_REJECTED": True,
         "FOCUS_EMIT_UNCHANGED": True,
         "FOCUS_LOG_INTERVAL": 0,
-        "EXTENSIONS": {"bench_ladder.TraceLog": 0, "tests.stats_dump.StatsToFile": 0},
+        "EXTENSIONS": {"bench_ladder.TraceLog": 0, "harness.stats_dump.StatsToFile": 0},
         "BENCH_TRACE_LOG": str(workdir / "traces.jsonl"),
     }
 
@@ -475,7 +475,7 @@ def read_jsonl(path: Path, key: str) -> dict[str, dict[str, Any]]:
 
 
 def read_stats(path: Path) -> dict[str, Any]:
-    """The final stats, as tests.stats_dump.StatsToFile wrote them."""
+    """The final stats, as harness.stats_dump.StatsToFile wrote them."""
     return json.loads(path.read_text()) if path.exists() else {}
 
 

@@ -61,12 +61,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from processes import run_tree
-from provenance import git_commit
-
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from harness.processes import run_tree  # noqa: E402
+from harness.provenance import git_commit  # noqa: E402
 
 SPIDER = Path(__file__).resolve().parent / "link_spider.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
@@ -77,7 +77,7 @@ COMMON_SETTINGS: dict[str, Any] = {
     "LOG_LEVEL": "INFO",
     "TELNETCONSOLE_ENABLED": False,
     "ROBOTSTXT_OBEY": False,
-    "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+    "EXTENSIONS": {"harness.stats_dump.StatsToFile": 0},
 }
 RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
 
@@ -112,7 +112,7 @@ def docs_site(directory: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def synthetic_site() -> Iterator[str]:
-    from tests.farm import Farm
+    from harness.farm import Farm
 
     with Farm() as farm:
         yield f"{farm.base}/graph/0.html"
@@ -224,9 +224,11 @@ def run_once(
     code = spec.code or str(REPO)
     env = {
         **os.environ,
-        # the package and tests.stats_dump of that checkout (the editable install's
-        # finder comes after PYTHONPATH)
-        "PYTHONPATH": os.pathsep.join([code, *filter(None, [os.environ.get("PYTHONPATH")])]),
+        # the package of that checkout (the editable install's finder comes after
+        # PYTHONPATH), this checkout's harness (an older one may have none)
+        "PYTHONPATH": os.pathsep.join(
+            dict.fromkeys([code, str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+        ),
         "FOCUS_TEST_STATS_FILE": str(stats_file),
     }
     load_start = os.getloadavg()[0]

@@ -97,7 +97,7 @@ def run_crawl(
 ) -> CrawlResult:
     """Run a test spider in *workdir*; return its log, items and final stats."""
     merged = {"STATS_DUMP": True, **(settings or {})}
-    merged.setdefault("EXTENSIONS", {"tests.stats_dump.StatsToFile": 0})
+    merged.setdefault("EXTENSIONS", {"harness.stats_dump.StatsToFile": 0})
     return _run(crawl_command(workdir, urls, merged, follow, spider, args), workdir, timeout)
 
 
@@ -113,7 +113,7 @@ def run_focus_crawl(
     merged = {
         "LOG_LEVEL": "INFO",
         "TELNETCONSOLE_ENABLED": False,
-        "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+        "EXTENSIONS": {"harness.stats_dump.StatsToFile": 0},
         **(settings or {}),
     }
     command = [sys.executable, "-m", "scrapy", "focus-crawl"]

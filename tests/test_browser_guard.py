@@ -18,6 +18,7 @@ import pytest
 from scrapy import Request
 from scrapy.settings import Settings
 
+from harness.hostile import LINGER_DELAY, HostileWeb
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.engines.handler import (
     SizeLimit,
@@ -26,7 +27,6 @@ from scrapy_focus.engines.handler import (
     chromium_args,
     sandbox_unavailable,
 )
-from tests.hostile import LINGER_DELAY, HostileWeb
 from tests.test_ladder import CHROMIUM, FIREFOX, Crawl, crawl
 
 pytestmark = pytest.mark.skipif(

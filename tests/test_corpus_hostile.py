@@ -10,13 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from scrapy_focus.corpus.db import CorpusDB, Fetch
-from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.urls import canonicalize_url, url_fingerprint
-from tests.corpus_helpers import focus_corpus
-from tests.crawl import CrawlResult, crawl_command, run_crawl, run_focus_crawl
-from tests.farm import article_html
-from tests.hostile import (
+from harness.farm import article_html
+from harness.hostile import (
     AUTH_PASSWORD,
     AUTH_USER,
     BOMB_SIZE,
@@ -24,6 +19,11 @@ from tests.hostile import (
     HostileWeb,
     article_page,
 )
+from scrapy_focus.corpus.db import CorpusDB, Fetch
+from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.urls import canonicalize_url, url_fingerprint
+from tests.corpus_helpers import focus_corpus
+from tests.crawl import CrawlResult, crawl_command, run_crawl, run_focus_crawl
 
 REPO = Path(__file__).parent.parent
 MIB = 1 << 20
@@ -37,7 +37,7 @@ def measured_crawl(
     os.wait4 reports the rusage of that one child (and what it waited for), not of
     every child this test session has had, as RUSAGE_CHILDREN would.
     """
-    merged = {"STATS_DUMP": True, "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0}, **settings}
+    merged = {"STATS_DUMP": True, "EXTENSIONS": {"harness.stats_dump.StatsToFile": 0}, **settings}
     stats_file, log_file = workdir / "stats.json", workdir / "crawl.log"
     items_file = workdir / "items.jsonl"
     for path in (stats_file, items_file):

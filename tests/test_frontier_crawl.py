@@ -12,10 +12,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from harness.farm import SECTIONS, TOPIC_PAGES
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.frontier.store_local import LmdbFrontierStore
 from tests.crawl import run_crawl, run_focus_crawl
-from tests.farm import SECTIONS, TOPIC_PAGES
 
 ROOT = Path(__file__).parent.parent
 ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"
@@ -266,7 +266,7 @@ def test_a_kill_right_after_a_page_is_done_loses_none_of_its_links(farm, tmp_pat
         {
             **settings,
             "EXTENSIONS": {
-                "tests.stats_dump.StatsToFile": 0,
+                "harness.stats_dump.StatsToFile": 0,
                 "tests.kill_switch.KillAfterPageDone": 0,
             },
             "FOCUS_TEST_KILL_AFTER": "/graph/1.html",

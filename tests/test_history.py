@@ -10,6 +10,7 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
+from harness.hostile import article_page
 from scrapy_focus import settings as focus_defaults
 from scrapy_focus.engines.breaker import CircuitBreaker
 from scrapy_focus.engines.history import (
@@ -20,7 +21,6 @@ from scrapy_focus.engines.history import (
     MemoryHistoryStore,
 )
 from scrapy_focus.engines.ladder import EngineLadderMiddleware
-from tests.hostile import article_page
 
 CHROMIUM = "/usr/bin/chromium"
 

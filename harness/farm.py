@@ -7,7 +7,7 @@ Tests can also put their own page at any path with :meth:`Farm.set_page`.
 
 Run it alone to look at it in a browser::
 
-    python tests/farm.py 8080
+    python -m harness.farm 8080
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class Farm:
     """A threaded HTTP server with the farm's routes, plus per-path overrides.
 
     *route*, if given, is asked first (after :meth:`set_page` overrides) and
-    sees the request's headers: the hostile sites (tests/hostile.py) are hooks.
+    sees the request's headers: the hostile sites (harness/hostile.py) are hooks.
     """
 
     ARTICLES = 200  # /articles/0.html .. /articles/199.html

@@ -1,6 +1,6 @@
 """The hostile web, on loopback: sites that behave like the ones a crawler meets.
 
-Each site is a :class:`~tests.farm.Farm` with a route hook, bound to its own
+Each site is a :class:`~harness.farm.Farm` with a route hook, bound to its own
 loopback address (Linux routes all of 127.0.0.0/8), so each has its own host
 name for DomainHistory, the circuit breaker and politeness:
 
@@ -41,7 +41,7 @@ Every site logs each hit (time, path, user agent, status it answered) in ``hits`
 
 Run it alone to look at it in a browser::
 
-    python -m tests.hostile
+    python -m harness.hostile
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
-from tests.farm import WORDS, Farm, FarmRequest, Page
+from harness.farm import WORDS, Farm, FarmRequest, Page
 
 SPA_PAGES = 36
 SLOW_DELAY = 0.4  # /slow/N.html: slow, but within any sane timeout
