@@ -36,7 +36,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import random
 import resource
 import shutil
@@ -51,7 +50,6 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
-import scrapy
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import load_object
@@ -61,6 +59,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from harness.machine import machine  # noqa: E402
 from harness.processes import run_tree  # noqa: E402
 from harness.provenance import git, git_commit  # noqa: E402
 from scrapy_focus.corpus.db import BodyCodec  # noqa: E402
@@ -855,18 +854,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _x(value: float) -> str:
     return f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"
-
-
-def machine(load_at_start: tuple[float, ...]) -> str:
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    start = "/".join(f"{value:.1f}" for value in load_at_start)
-    end = "/".join(f"{value:.1f}" for value in os.getloadavg())
-    return (
-        f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {ram:.0f} GiB RAM, "
-        f"load average (1/5/15 min) {start} at the start and {end} at the end, "
-        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-        f"Scrapy {scrapy.__version__}"
-    )
 
 
 def report(

@@ -60,7 +60,6 @@ import datetime as dt
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import shutil
@@ -76,6 +75,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from harness.machine import machine  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
 
 BATCH = 10_000
@@ -590,9 +590,9 @@ def report(results: list[RunResult], args: argparse.Namespace) -> str:
     hosts = sorted({r.hosts for r in results})
     wall = sum(r.wall_s for r in results)
     lines = [
-        f"Runs {dates[0] if dates else '?'} to {dates[-1] if dates else '?'}, {machine()}, "
-        f"Python {platform.python_version()}, Scrapy {scrapy_version()}, "
-        f"lmdb {lmdb_version()}; {', '.join(f'{h:,}' for h in hosts)} hosts (Zipf 0.8); "
+        f"Runs {dates[0] if dates else '?'} to {dates[-1] if dates else '?'}, "
+        f"{machine(extra=[f'lmdb {lmdb_version()}'])}; "
+        f"{', '.join(f'{h:,}' for h in hosts)} hosts (Zipf 0.8); "
         f"{wall / 60:.0f} min of runs; "
         f"load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f} during the runs.",
         "",
@@ -661,26 +661,6 @@ def report(results: list[RunResult], args: argparse.Namespace) -> str:
                 "| | |"
             )
     return "\n".join(lines)
-
-
-def machine() -> str:
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{model or platform.machine()}, {os.cpu_count()} CPUs, {ram:.0f} GiB RAM"
-
-
-def scrapy_version() -> str:
-    import scrapy
-
-    return scrapy.__version__
 
 
 def lmdb_version() -> str:

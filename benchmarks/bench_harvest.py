@@ -67,7 +67,6 @@ import gzip
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -98,6 +97,7 @@ from harvest_suite import (  # noqa: E402
     missing_packages,
 )
 
+from harness.machine import machine  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
 from scrapy_focus.extract.page import ExtractOptions, extract_page  # noqa: E402
 from scrapy_focus.frontier.relevance import Topic, terms, url_terms  # noqa: E402
@@ -589,15 +589,6 @@ def charts(
         plt.close(fig)
         out[spec.name] = path
     return out
-
-
-def machine() -> str:
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (
-        f"{len(os.sched_getaffinity(0))} CPUs (nproc), {ram:.0f} GiB RAM, "
-        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-        f"Scrapy {scrapy.__version__}"
-    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

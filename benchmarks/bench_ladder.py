@@ -59,7 +59,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import platform
 import resource
 import shutil
 import signal
@@ -83,6 +82,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import harness.hostile as hostile  # noqa: E402
+from harness.machine import load_text, machine  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -687,10 +687,6 @@ def pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def load_text(load: tuple[float, ...]) -> str:
-    return "/".join(f"{value:.1f}" for value in load)
-
-
 def browser_versions(args: argparse.Namespace) -> str:
     found = []
     for path in (args.chromium, args.firefox):
@@ -700,19 +696,6 @@ def browser_versions(args: argparse.Namespace) -> str:
         except (OSError, IndexError, subprocess.SubprocessError):
             found.append(f"{path}: ?")
     return ", ".join(found)
-
-
-def machine(load_start: tuple[float, ...], args: argparse.Namespace) -> str:
-    import scrapy
-
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (
-        f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {ram:.0f} GiB RAM, "
-        f"load average (1/5/15 min) {load_text(load_start)} at the start and "
-        f"{load_text(os.getloadavg())} at the end, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}, Scrapy {scrapy.__version__}, "
-        f"{browser_versions(args)}"
-    )
 
 
 def report_mix(summaries: list[Summary]) -> list[str]:
@@ -957,7 +940,7 @@ def report(
 ) -> str:
     out = [
         f"Run {started:%Y-%m-%d %H:%M}, commit {git_commit()}, {minutes:.0f} minutes; "
-        f"{machine(load_start, args)}.",
+        f"{machine(load_start, [browser_versions(args)])}.",
         "",
         f"Command, from the repository root: `{' '.join(['.venv/bin/python', *sys.argv])}`",
         "",

@@ -47,7 +47,6 @@ import functools
 import http.server
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -65,6 +64,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from harness.machine import machine  # noqa: E402
 from harness.processes import run_tree  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
 
@@ -458,9 +458,8 @@ def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
 
 
 def report(results: list[RunResult], args: argparse.Namespace, load_at_start: tuple) -> str:
-    lines = [
-        f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, commit {git_commit()}; {machine(load_at_start)}."
-    ]
+    described = machine(load_at_start, [f"trafilatura {trafilatura_version()}"])
+    lines = [f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, commit {git_commit()}; {described}."]
     lines.append("")
     lines.append(f"Command: `{' '.join(['.venv/bin/python', *sys.argv])}`")
     for site in dict.fromkeys(r.site for r in results):
@@ -543,19 +542,10 @@ def _notes(runs: list[RunResult]) -> str:
     return ", ".join(notes)
 
 
-def machine(load_at_start: tuple) -> str:
-    import scrapy
+def trafilatura_version() -> str:
     import trafilatura
 
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    start = "/".join(f"{v:.1f}" for v in load_at_start)
-    end = "/".join(f"{v:.1f}" for v in os.getloadavg())
-    return (
-        f"{os.cpu_count()} CPUs, {ram:.0f} GiB RAM, load average (1/5/15 min) {start} at the "
-        f"start and {end} at the end, {platform.system()} {platform.release()}, Python "
-        f"{platform.python_version()}, Scrapy {scrapy.__version__}, trafilatura "
-        f"{trafilatura.__version__}"
-    )
+    return trafilatura.__version__
 
 
 def _commit(path: str) -> str:
