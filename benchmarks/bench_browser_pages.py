@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import http.server
 import platform
 import shutil
 import sys
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.processes import sample_tree
 from harness.provenance import git_commit
+from harness.quiet_server import QuietHandler, QuietServer
 
 BODY = (
     "<!DOCTYPE html><html><head><title>An article</title></head><body><article>"
@@ -42,7 +42,7 @@ BODY = (
 ).encode()
 
 
-class _Page(http.server.BaseHTTPRequestHandler):
+class _Page(QuietHandler):
     def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -50,14 +50,9 @@ class _Page(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(BODY)
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 def serve() -> str:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}"
+    return QuietServer(_Page).start().origin
 
 
 class TreeCpu:

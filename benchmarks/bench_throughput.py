@@ -43,8 +43,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import functools
-import http.server
 import json
 import os
 import re
@@ -53,7 +51,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -67,6 +64,7 @@ if str(REPO) not in sys.path:
 from harness.machine import machine  # noqa: E402
 from harness.processes import run_tree  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
+from harness.quiet_server import serve_directory  # noqa: E402
 
 SPIDER = Path(__file__).resolve().parent / "link_spider.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
@@ -85,29 +83,11 @@ RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
 # -- sites ------------------------------------------------------------------------
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hung up (a browser engine aborting a blocked resource)
-
-
 @contextlib.contextmanager
 def docs_site(directory: Path) -> Iterator[str]:
     """A static file server for *directory* on 127.0.0.1 (threads, HTTP/1.0)."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = _QuietServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_directory(directory) as server:
+        yield f"{server.origin}/index.html"
 
 
 @contextlib.contextmanager

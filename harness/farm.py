@@ -22,8 +22,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from harness.quiet_server import QuietHandler, QuietServer
 
 WORDS = [
     "crawler",
@@ -162,7 +164,7 @@ class Farm:
         self._lock = threading.Lock()
         farm = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
@@ -171,23 +173,17 @@ class Farm:
             def do_HEAD(self) -> None:
                 farm._serve(self, head=True)
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer((host, port), Handler)
-        self.server.daemon_threads = True
-        self.host, self.port = self.server.server_address[:2]
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.server = QuietServer(Handler, host, port)
+        self.host, self.port = self.server.host, self.server.port
 
     # -- life cycle
 
     def start(self) -> Farm:
-        self._thread.start()
+        self.server.start()
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
     def __enter__(self) -> Farm:
         return self.start()
