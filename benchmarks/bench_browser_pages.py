@@ -9,7 +9,7 @@ navigate, read the document):
 ``reused``     take an open page of the context, re-route it, navigate, read.
 
 Reports wall and CPU seconds per page (CPU of this process and every process it
-started: Playwright's driver, the browsers) and the ratios.
+started: Playwright's driver, the browsers; harness.processes) and the ratios.
 
 Usage::
 
@@ -22,16 +22,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import os
 import platform
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.processes import sample_tree
+from harness.processes import TreeSampler
 from harness.provenance import git_commit
 from harness.quiet_server import QuietHandler, QuietServer
 
@@ -53,32 +53,6 @@ class _Page(QuietHandler):
 
 def serve() -> str:
     return QuietServer(_Page).start().origin
-
-
-class TreeCpu:
-    """CPU seconds of this process and every process it started, sampled every 20 ms
-    while it runs: Chromium's renderer of a closed page exits, and its CPU with it."""
-
-    def __init__(self) -> None:
-        import psutil
-
-        self.root = psutil.Process()
-        self.start: dict[int, float] = {}
-        sample_tree(self.root, self.start)
-        self.latest = dict(self.start)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self) -> None:
-        while not self.done.wait(0.02):
-            sample_tree(self.root, self.latest)
-
-    def stop(self) -> float:
-        self.done.set()
-        self.thread.join()
-        sample_tree(self.root, self.latest)
-        return sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.latest.items())
 
 
 async def measure(
@@ -114,7 +88,8 @@ async def measure(
             else:
                 await page.close()
 
-    tree = TreeCpu()
+    # Every 20 ms: Chromium's renderer of a closed page exits, and its CPU with it.
+    tree = TreeSampler(os.getpid(), interval=0.02, since_now=True).start()
     started = time.monotonic()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.monotonic() - started

@@ -59,6 +59,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from harness.crawl import crawl_env, read_stats, scrapy_command, setting_args  # noqa: E402
 from harness.machine import machine  # noqa: E402
 from harness.processes import run_tree  # noqa: E402
 from harness.provenance import git, git_commit  # noqa: E402
@@ -783,24 +784,9 @@ def run_crawl(
         "TELNETCONSOLE_ENABLED": False,
         **extra,
     }
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "runspider",
-        str(SPIDER),
-        "-a",
-        f"start={base_url}/graph/0.html",
-        "-a",
-        f"limit={limit}",
-        "-a",
-        f"stats={stats_file}",
-    ]
-    for name, value in settings.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{name}={text}"]
-    pythonpath = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
+    command = scrapy_command("runspider", str(SPIDER), "-a", f"start={base_url}/graph/0.html")
+    command += ["-a", f"limit={limit}", "-a", f"stats={stats_file}", *setting_args(settings)]
+    env = crawl_env()
     self_before = _cpu(resource.RUSAGE_SELF)
     output = workdir / f"output-{_slug(label)}.txt"
     with output.open("w") as out:
@@ -809,7 +795,7 @@ def run_crawl(
     farm_cpu = _cpu(resource.RUSAGE_SELF) - self_before
     if run.returncode != 0:
         sys.stderr.write(output.read_text(errors="replace")[-4000:])
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    stats = read_stats(stats_file)
     return CrawlResult(
         label,
         int(stats.get("response_received_count", 0)),

@@ -97,6 +97,7 @@ from harvest_suite import (  # noqa: E402
     missing_packages,
 )
 
+from harness.crawl import crawl_env, setting_args  # noqa: E402
 from harness.machine import machine  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
 from scrapy_focus.extract.page import ExtractOptions, extract_page  # noqa: E402
@@ -232,7 +233,7 @@ class Crawl:
 
 
 def _run(command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> float:
-    env = env or dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]))
+    env = env or crawl_env(paths=[HERE])
     started = time.monotonic()
     with open(cwd / "crawl.log", "w") as stderr:
         proc = subprocess.run(
@@ -267,18 +268,20 @@ def crawl(
     else:
         bin_dir = Path(sys.executable).parent
         scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
-        common = [
-            "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}",
-            "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={CONCURRENCY}",
-            "-s", "DOWNLOAD_DELAY=0",
-            # Scrapy's default, which the add-on turns on: every ordering gets the same
-            # budget of pages, none of them a robots.txt (the suite's servers have none)
-            "-s", "ROBOTSTXT_OBEY=False",
-            "-s", "TELNETCONSOLE_ENABLED=False",
-            "-s", "LOG_LEVEL=INFO",
-            "-s", f"HARVEST_FETCH_LOG={log}",
-            "-s", 'EXTENSIONS={"bench_harvest.FetchLog": 0}',
-        ]  # fmt: skip
+        common = setting_args(
+            {
+                "CONCURRENT_REQUESTS": CONCURRENCY,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
+                "DOWNLOAD_DELAY": 0,
+                # Scrapy's default, which the add-on turns on: every ordering gets the same
+                # budget of pages, none of them a robots.txt (the suite's servers have none)
+                "ROBOTSTXT_OBEY": False,
+                "TELNETCONSOLE_ENABLED": False,
+                "LOG_LEVEL": "INFO",
+                "HARVEST_FETCH_LOG": log,
+                "EXTENSIONS": {"bench_harvest.FetchLog": 0},
+            }
+        )
         if strategy == "focus":
             # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
             command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]

@@ -61,6 +61,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from harness.crawl import (  # noqa: E402
+    STATS_EXTENSION,
+    crawl_env,
+    focus_crawl_command,
+    read_stats,
+    scrapy_command,
+    setting_args,
+)
 from harness.machine import machine  # noqa: E402
 from harness.processes import run_tree  # noqa: E402
 from harness.provenance import git_commit  # noqa: E402
@@ -75,7 +83,7 @@ COMMON_SETTINGS: dict[str, Any] = {
     "LOG_LEVEL": "INFO",
     "TELNETCONSOLE_ENABLED": False,
     "ROBOTSTXT_OBEY": False,
-    "EXTENSIONS": {"harness.stats_dump.StatsToFile": 0},
+    "EXTENSIONS": {STATS_EXTENSION: 0},
 }
 RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
 
@@ -150,36 +158,22 @@ class RunResult:
 
 def command_for(spec: RunSpec, start_url: str, topic: str, limit: int, workdir: Path) -> list[str]:
     settings = {**COMMON_SETTINGS}
+    output = workdir / "items.jsonl"
     if spec.kind in ("plain", "naive"):
-        command = [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "runspider",
-            str(SPIDER),
-            "-a",
-            f"start={start_url}",
-            "-a",
-            f"extract={int(spec.kind == 'naive')}",
-        ]
         if limit:
             settings["CLOSESPIDER_PAGECOUNT"] = limit
-    else:
-        command = [sys.executable, "-m", "scrapy", "focus-crawl", "--seed", start_url]
-        command += ["--topic", topic]
-        if limit:
-            command += ["--max-pages", str(limit)]
-        settings["HTTPCACHE_DIR"] = str(workdir / "httpcache")  # a fresh corpus every run
-        if spec.kind == "focus-noext":
-            settings["FOCUS_EXTRACT_ENABLED"] = False
-        if spec.workers:
-            settings["FOCUS_EXTRACT_WORKERS"] = spec.workers
+        settings.update(spec.settings)
+        extract = int(spec.kind == "naive")
+        command = scrapy_command("runspider", str(SPIDER), "-a", f"start={start_url}")
+        command += ["-a", f"extract={extract}", "-O", f"{output}:jsonlines"]
+        return command + setting_args(settings)
+    settings["HTTPCACHE_DIR"] = str(workdir / "httpcache")  # a fresh corpus every run
+    if spec.kind == "focus-noext":
+        settings["FOCUS_EXTRACT_ENABLED"] = False
+    if spec.workers:
+        settings["FOCUS_EXTRACT_WORKERS"] = spec.workers
     settings.update(spec.settings)
-    command += ["-O", f"{workdir / 'items.jsonl'}:jsonlines"]
-    for name, value in settings.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{name}={text}"]
-    return command
+    return focus_crawl_command([start_url], output, settings, topic, max_pages=limit)
 
 
 def run_once(
@@ -201,20 +195,13 @@ def run_once(
         spy = Path(sys.executable).parent / "py-spy"
         command = [str(spy), "record", "--subprocesses", "-r", "50", "--format", "raw"]
         command += ["-o", str(raw), "--", *command_for(spec, start_url, topic, limit, workdir)]
-    code = spec.code or str(REPO)
-    env = {
-        **os.environ,
-        # the package of that checkout (the editable install's finder comes after
-        # PYTHONPATH), this checkout's harness (an older one may have none)
-        "PYTHONPATH": os.pathsep.join(
-            dict.fromkeys([code, str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-        ),
-        "FOCUS_TEST_STATS_FILE": str(stats_file),
-    }
+    # The package of that checkout first; this checkout's harness after it (an older
+    # checkout may have none).
+    env = crawl_env(stats_file, paths=[spec.code] if spec.code else [])
     load_start = os.getloadavg()[0]
     with (workdir / "crawl.log").open("w") as log:
         run = run_tree(command, cwd=workdir, env=env, stdout=log)
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    stats = read_stats(stats_file)
     items_file = workdir / "items.jsonl"
     items = sum(1 for _ in items_file.open()) if items_file.exists() else 0
     log_text = (workdir / "crawl.log").read_text(errors="replace")

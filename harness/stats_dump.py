@@ -9,6 +9,8 @@ from typing import Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 
+STATS_FILE_ENV = "FOCUS_TEST_STATS_FILE"  # the file to write; unset, nothing is written
+
 
 class StatsToFile:
     """Writes the crawl's final stats, as Scrapy dumps them (after every spider_closed
@@ -28,7 +30,7 @@ class StatsToFile:
         self.reason = reason
 
     def engine_stopped(self) -> None:
-        path = os.environ.get("FOCUS_TEST_STATS_FILE")
+        path = os.environ.get(STATS_FILE_ENV)
         if not path or self.reason is None:
             return
         stats = {
