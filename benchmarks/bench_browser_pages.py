@@ -27,9 +27,8 @@ import platform
 import shutil
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import repo_root  # noqa: F401 - the repository root on sys.path
 
 from harness.processes import TreeSampler
 from harness.provenance import git_commit

@@ -50,20 +50,17 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
+from repo_root import REPO
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from harness.crawl import crawl_env, read_stats, scrapy_command, setting_args  # noqa: E402
-from harness.machine import machine  # noqa: E402
-from harness.processes import run_tree  # noqa: E402
-from harness.provenance import git, git_commit  # noqa: E402
-from scrapy_focus.corpus.db import BodyCodec  # noqa: E402
+from harness.crawl import crawl_env, read_stats, scrapy_command, setting_args
+from harness.machine import machine
+from harness.processes import run_tree
+from harness.provenance import git, git_commit
+from scrapy_focus.corpus.db import BodyCodec
 
 MB = 1_000_000
 KB = 1_000

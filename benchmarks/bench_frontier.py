@@ -71,12 +71,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import repo_root  # noqa: F401 - the repository root on sys.path
 
-from harness.machine import machine  # noqa: E402
-from harness.provenance import git_commit  # noqa: E402
+from harness.machine import machine
+from harness.provenance import git_commit
 
 BATCH = 10_000
 SCHEDULERS = {

@@ -79,16 +79,7 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
-from scrapy import signals
-from scrapy.http import HtmlResponse, Response, TextResponse
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-for path in (str(REPO), str(HERE)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from harvest_suite import (  # noqa: E402
+from harvest_suite import (
     QUICK,
     TOPICS,
     Farm,
@@ -96,13 +87,17 @@ from harvest_suite import (  # noqa: E402
     install_packages,
     missing_packages,
 )
+from repo_root import REPO
+from scrapy import signals
+from scrapy.http import HtmlResponse, Response, TextResponse
 
-from harness.crawl import crawl_env, setting_args  # noqa: E402
-from harness.machine import machine  # noqa: E402
-from harness.provenance import git_commit  # noqa: E402
-from scrapy_focus.extract.page import ExtractOptions, extract_page  # noqa: E402
-from scrapy_focus.frontier.relevance import Topic, terms, url_terms  # noqa: E402
+from harness.crawl import crawl_env, setting_args
+from harness.machine import machine
+from harness.provenance import git_commit
+from scrapy_focus.extract.page import ExtractOptions, extract_page
+from scrapy_focus.frontier.relevance import Topic, terms, url_terms
 
+HERE = Path(__file__).resolve().parent
 STRATEGIES = {
     "bfs": "breadth-first",
     "naive": "naive best-first",

@@ -73,24 +73,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from repo_root import REPO
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import harness.hostile as hostile  # noqa: E402
-from harness.crawl import (  # noqa: E402
+import harness.hostile as hostile
+from harness.crawl import (
     STATS_EXTENSION,
     crawl_env,
     focus_crawl_command,
     read_jsonl,
     read_stats,
 )
-from harness.machine import load_text, machine  # noqa: E402
-from harness.processes import TreeSampler, all_stats, descendants, proc_stat  # noqa: E402
-from harness.provenance import git_commit  # noqa: E402
+from harness.machine import load_text, machine
+from harness.processes import TreeSampler, all_stats, descendants, proc_stat
+from harness.provenance import git_commit
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 TAG = "FOCUS_BENCH_LADDER_TAG"

@@ -57,11 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import repo_root  # noqa: F401 - the repository root on sys.path
 
-from harness.crawl import (  # noqa: E402
+from harness.crawl import (
     STATS_EXTENSION,
     crawl_env,
     focus_crawl_command,
@@ -69,10 +67,10 @@ from harness.crawl import (  # noqa: E402
     scrapy_command,
     setting_args,
 )
-from harness.machine import machine  # noqa: E402
-from harness.processes import run_tree  # noqa: E402
-from harness.provenance import git_commit  # noqa: E402
-from harness.quiet_server import serve_directory  # noqa: E402
+from harness.machine import machine
+from harness.processes import run_tree
+from harness.provenance import git_commit
+from harness.quiet_server import serve_directory
 
 SPIDER = Path(__file__).resolve().parent / "link_spider.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")

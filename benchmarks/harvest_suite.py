@@ -81,13 +81,10 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 import lxml.etree
+import repo_root  # noqa: F401 - the repository root on sys.path
 from parsel import Selector
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script (the soundness checks)
-    sys.path.insert(0, str(REPO))
-
-from harness.quiet_server import QuietHandler, QuietServer  # noqa: E402
+from harness.quiet_server import QuietHandler, QuietServer
 
 DOC = Path("/usr/share/doc")
 WEB = "web"  # the site name of a topic crawled on the multi-host web, and of the portal's keys
