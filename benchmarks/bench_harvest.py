@@ -91,7 +91,7 @@ from repo_root import REPO
 from scrapy import signals
 from scrapy.http import HtmlResponse, Response, TextResponse
 
-from harness.crawl import crawl_env, setting_args
+from harness.crawl import crawl_env, read_jsonl, setting_args
 from harness.machine import machine
 from harness.provenance import git_commit
 from scrapy_focus.extract.page import ExtractOptions, extract_page
@@ -240,6 +240,56 @@ def _run(command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = 
     return time.monotonic() - started
 
 
+def crawl4ai_command(
+    spec: TopicSpec, seed: str, hosts: tuple[str, ...], n_max: int, log: Path, python: Path
+) -> list[str]:
+    return [
+        str(python), str(HERE / "crawl4ai_crawl.py"), "--seed", seed,
+        "--keywords", ",".join(keywords(spec.text)), "--max-pages", str(n_max),
+        "--allowed-hosts", ",".join(hosts), "--concurrency", str(CONCURRENCY),
+        "--out", str(log),
+    ]  # fmt: skip
+
+
+def ordering_command(
+    spec: TopicSpec, strategy: str, farm: Farm, n_max: int, log: Path, extra: list[str]
+) -> list[str]:
+    """The crawl of one ordering: scrapy-focus, or this module's spider; *extra*:
+    ``NAME=VALUE`` settings for scrapy-focus."""
+    seed, hosts = farm.seed(spec), farm.allowed_hosts(spec)
+    bin_dir = Path(sys.executable).parent
+    scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
+    settings: dict[str, Any] = {
+        "CONCURRENT_REQUESTS": CONCURRENCY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
+        "DOWNLOAD_DELAY": 0,
+        # Scrapy's default, which the add-on turns on: every ordering gets the same
+        # budget of pages, none of them a robots.txt (the suite's servers have none)
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "HARVEST_FETCH_LOG": log,
+        "EXTENSIONS": {"bench_harvest.FetchLog": 0},
+    }
+    if strategy == "focus":
+        # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
+        command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
+        command += ["--max-pages", str(n_max), *setting_args(settings), "-O", "pages.jsonl"]
+        if len(hosts) > 1:
+            command += ["-s", f"FOCUS_ALLOWED_DOMAINS={','.join(farm.allowed_netlocs(spec))}"]
+        return command + [arg for setting in extra for arg in ("-s", setting)]
+    settings["HTTPCACHE_ENABLED"] = False
+    settings["CLOSESPIDER_PAGECOUNT"] = n_max + 2 * CONCURRENCY
+    settings["SCHEDULER_DISK_QUEUE"] = "scrapy.squeues.PickleFifoDiskQueue"
+    settings["SCHEDULER_MEMORY_QUEUE"] = "scrapy.squeues.FifoMemoryQueue"
+    if strategy == "bfs":
+        settings["DEPTH_PRIORITY"] = 1
+    command = [scrapy_bin, "runspider", str(Path(__file__).resolve())]
+    command += ["-a", f"strategy={strategy}", "-a", f"seed={seed}"]
+    command += ["-a", f"topic={spec.text}", "-a", f"hosts={','.join(hosts)}"]
+    return command + setting_args(settings)
+
+
 def crawl(
     spec: TopicSpec, strategy: str, farm: Farm, n_max: int, args: argparse.Namespace, run: int
 ) -> Crawl:
@@ -247,61 +297,20 @@ def crawl(
     shutil.rmtree(cwd, ignore_errors=True)
     cwd.mkdir(parents=True)
     log = cwd / "fetches.jsonl"
-    seed = farm.seed(spec)
-    hosts = farm.allowed_hosts(spec)
     env = None
     if strategy == "crawl4ai":
         from crawl4ai_env import child_env, venv_dir
 
         env = child_env(venv_dir())
-        command = [
-            str(args.crawl4ai_python), str(HERE / "crawl4ai_crawl.py"), "--seed", seed,
-            "--keywords", ",".join(keywords(spec.text)), "--max-pages", str(n_max),
-            "--allowed-hosts", ",".join(hosts), "--concurrency", str(CONCURRENCY),
-            "--out", str(log),
-        ]  # fmt: skip
+        seed, hosts = farm.seed(spec), farm.allowed_hosts(spec)
+        command = crawl4ai_command(spec, seed, hosts, n_max, log, args.crawl4ai_python)
     else:
-        bin_dir = Path(sys.executable).parent
-        scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
-        common = setting_args(
-            {
-                "CONCURRENT_REQUESTS": CONCURRENCY,
-                "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
-                "DOWNLOAD_DELAY": 0,
-                # Scrapy's default, which the add-on turns on: every ordering gets the same
-                # budget of pages, none of them a robots.txt (the suite's servers have none)
-                "ROBOTSTXT_OBEY": False,
-                "TELNETCONSOLE_ENABLED": False,
-                "LOG_LEVEL": "INFO",
-                "HARVEST_FETCH_LOG": log,
-                "EXTENSIONS": {"bench_harvest.FetchLog": 0},
-            }
-        )
-        if strategy == "focus":
-            # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
-            command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
-            command += ["--max-pages", str(n_max), *common, "-O", "pages.jsonl"]
-            if len(hosts) > 1:
-                allowed = ",".join(farm.allowed_netlocs(spec))
-                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={allowed}"]
-            for setting in args.settings:
-                command += ["-s", setting]
-        else:
-            command = [scrapy_bin, "runspider", str(Path(__file__).resolve())]
-            command += ["-a", f"strategy={strategy}", "-a", f"seed={seed}"]
-            command += ["-a", f"topic={spec.text}", "-a", f"hosts={','.join(hosts)}"]
-            command += [*common, "-s", "HTTPCACHE_ENABLED=False"]
-            command += ["-s", f"CLOSESPIDER_PAGECOUNT={n_max + 2 * CONCURRENCY}"]
-            command += ["-s", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue"]
-            command += ["-s", "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]
-            if strategy == "bfs":
-                command += ["-s", "DEPTH_PRIORITY=1"]
+        command = ordering_command(spec, strategy, farm, n_max, log, args.settings)
     seconds = _run(command, cwd, log, env)
     fetched: list[str] = []
     relevance: dict[str, float] = {}
     closed = ""
-    for line in log.read_text().splitlines():
-        entry = json.loads(line)
+    for entry in read_jsonl(log):
         if "closed" in entry:
             closed = entry["closed"]
         elif "scored" in entry:
