@@ -78,6 +78,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 import harness.hostile as hostile
+import harness.hostile_engines as hostile_engines
 from harness.crawl import (
     STATS_EXTENSION,
     crawl_env,
@@ -167,7 +168,7 @@ def serve(scale: float, extra_static: int = 0) -> tuple[hostile.HostileWeb, dict
     """Start the hostile web with an index page per site; return it and the index URLs."""
     spa = next(mix for mix in MIX if mix.site == "spa")
     # The SPA's bundle holds SPA_PAGES articles: enough for the mix.
-    hostile.SPA_PAGES = max(hostile.SPA_PAGES, scaled(spa.pages, scale))
+    hostile_engines.SPA_PAGES = max(hostile_engines.SPA_PAGES, scaled(spa.pages, scale))
     web = hostile.HostileWeb().start()
     indexes = {}
     by_site: dict[str, list[str]] = defaultdict(list)
