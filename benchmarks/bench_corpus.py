@@ -57,6 +57,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from harness.crawl import crawl_env, read_stats, scrapy_command, setting_args
+from harness.farm_pages import GRAPH_NODES  # the farm's /graph/ nodes
 from harness.machine import machine
 from harness.processes import run_tree
 from harness.provenance import git, git_commit
@@ -67,7 +68,6 @@ KB = 1_000
 MIN_SIZE, MAX_SIZE = 5 * 1024, 200 * 1024
 MEDIAN_SIZE, SIZE_SIGMA = 32 * 1024, 1.0
 REPEATED_SHARE = 0.20
-GRAPH_NODES = 20_000
 SPIDER = Path(__file__).resolve().parent / "graph_spider.py"
 REAL_PAGE_SETS = ("wcxb-dev", "article-extraction-benchmark")  # in ../shared/data/
 

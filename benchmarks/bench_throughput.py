@@ -67,6 +67,7 @@ from harness.crawl import (
     scrapy_command,
     setting_args,
 )
+from harness.farm_pages import GRAPH_NODES  # the farm's /graph/ nodes
 from harness.machine import machine
 from harness.processes import run_tree
 from harness.provenance import git_commit
@@ -76,7 +77,6 @@ SPIDER = Path(__file__).resolve().parent / "link_spider.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
 DOCS_TOPIC = "asyncio: event loop, coroutines, tasks, streams, subprocesses, queues"
 GRAPH_TOPIC = "articles"  # the farm's pages are pseudo-English; any topic exercises the scoring
-GRAPH_NODES = 20_000
 COMMON_SETTINGS: dict[str, Any] = {
     "LOG_LEVEL": "INFO",
     "TELNETCONSOLE_ENABLED": False,
