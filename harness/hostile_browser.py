@@ -24,7 +24,19 @@ INFLATE_WORD = "inflate"  # with its space, 8 bytes
 INFLATED_BYTES = 1_000_000  # what /inflate.html's script writes into its page
 
 
-class EscapeSite(Site):
+class RecordingSite(Site):
+    """A site that keeps (path, headers) of every request it routes in ``received``."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.received: list[tuple[str, dict[str, str]]] = []
+
+    def record(self, request: FarmRequest) -> None:
+        with self._lock:
+            self.received.append((request.path, dict(request.headers)))
+
+
+class EscapeSite(RecordingSite):
     """Pages whose browser leaves for another host (``?to=URL`` says where):
 
     * ``/blocked.html?to=URL``: a 403 whose script then sets ``location`` to URL;
@@ -39,13 +51,8 @@ class EscapeSite(Site):
 
     name = "escape"
 
-    def __init__(self, address: str) -> None:
-        super().__init__(address)
-        self.received: list[tuple[str, dict[str, str]]] = []
-
     def route(self, request: FarmRequest) -> Page:
-        with self._lock:
-            self.received.append((request.path, dict(request.headers)))
+        self.record(request)
         to = (request.query.get("to") or [""])[0]
         if request.path == "/blocked.html":
             script = f"setTimeout(() => {{ location.href = {json.dumps(to)}; }}, 100);"
@@ -90,17 +97,12 @@ def _blocked_page(script: str, extra: str = "") -> str:
     )
 
 
-class RecorderSite(Site):
+class RecorderSite(RecordingSite):
     """Another host, outside the crawls' scope unless a test puts it in: an
     article for every path, and (path, headers) of every request in ``received``."""
 
     name = "recorder"
 
-    def __init__(self, address: str) -> None:
-        super().__init__(address)
-        self.received: list[tuple[str, dict[str, str]]] = []
-
     def route(self, request: FarmRequest) -> Page:
-        with self._lock:
-            self.received.append((request.path, dict(request.headers)))
+        self.record(request)
         return html_page(article_page(15_000 + len(request.path)))
