@@ -9,7 +9,7 @@ navigate, read the document):
 ``reused``     take an open page of the context, re-route it, navigate, read.
 
 Reports wall and CPU seconds per page (CPU of this process and every process it
-started: Playwright's driver, the browsers) and the ratios.
+started: Playwright's driver, the browsers; harness.processes) and the ratios.
 
 Usage::
 
@@ -22,18 +22,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import http.server
+import os
 import platform
 import shutil
 import sys
-import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import repo_root  # noqa: F401 - the repository root on sys.path
 
-from processes import sample_tree
-from provenance import git_commit
+from harness.processes import TreeSampler
+from harness.provenance import git_commit
+from harness.quiet_server import QuietHandler, QuietServer
 
 BODY = (
     "<!DOCTYPE html><html><head><title>An article</title></head><body><article>"
@@ -42,7 +41,7 @@ BODY = (
 ).encode()
 
 
-class _Page(http.server.BaseHTTPRequestHandler):
+class _Page(QuietHandler):
     def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -50,40 +49,9 @@ class _Page(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(BODY)
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 def serve() -> str:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}"
-
-
-class TreeCpu:
-    """CPU seconds of this process and every process it started, sampled every 20 ms
-    while it runs: Chromium's renderer of a closed page exits, and its CPU with it."""
-
-    def __init__(self) -> None:
-        import psutil
-
-        self.root = psutil.Process()
-        self.start: dict[int, float] = {}
-        sample_tree(self.root, self.start)
-        self.latest = dict(self.start)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self) -> None:
-        while not self.done.wait(0.02):
-            sample_tree(self.root, self.latest)
-
-    def stop(self) -> float:
-        self.done.set()
-        self.thread.join()
-        sample_tree(self.root, self.latest)
-        return sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.latest.items())
+    return QuietServer(_Page).start().origin
 
 
 async def measure(
@@ -119,7 +87,8 @@ async def measure(
             else:
                 await page.close()
 
-    tree = TreeCpu()
+    # Every 20 ms: Chromium's renderer of a closed page exits, and its CPU with it.
+    tree = TreeSampler(os.getpid(), interval=0.02, since_now=True).start()
     started = time.monotonic()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.monotonic() - started

@@ -36,7 +36,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import random
 import resource
 import shutil
@@ -51,26 +50,24 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
-import scrapy
-from processes import run_tree
-from provenance import git, git_commit
+from repo_root import REPO
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from scrapy_focus.corpus.db import BodyCodec  # noqa: E402
+from harness.crawl import crawl_env, read_stats, scrapy_command, setting_args
+from harness.farm_pages import GRAPH_NODES  # the farm's /graph/ nodes
+from harness.machine import machine
+from harness.processes import run_tree
+from harness.provenance import git, git_commit
+from scrapy_focus.corpus.db import BodyCodec
 
 MB = 1_000_000
 KB = 1_000
 MIN_SIZE, MAX_SIZE = 5 * 1024, 200 * 1024
 MEDIAN_SIZE, SIZE_SIGMA = 32 * 1024, 1.0
 REPEATED_SHARE = 0.20
-GRAPH_NODES = 20_000
 SPIDER = Path(__file__).resolve().parent / "graph_spider.py"
 REAL_PAGE_SETS = ("wcxb-dev", "article-extraction-benchmark")  # in ../shared/data/
 
@@ -784,24 +781,9 @@ def run_crawl(
         "TELNETCONSOLE_ENABLED": False,
         **extra,
     }
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "runspider",
-        str(SPIDER),
-        "-a",
-        f"start={base_url}/graph/0.html",
-        "-a",
-        f"limit={limit}",
-        "-a",
-        f"stats={stats_file}",
-    ]
-    for name, value in settings.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{name}={text}"]
-    pythonpath = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
+    command = scrapy_command("runspider", str(SPIDER), "-a", f"start={base_url}/graph/0.html")
+    command += ["-a", f"limit={limit}", "-a", f"stats={stats_file}", *setting_args(settings)]
+    env = crawl_env()
     self_before = _cpu(resource.RUSAGE_SELF)
     output = workdir / f"output-{_slug(label)}.txt"
     with output.open("w") as out:
@@ -810,7 +792,7 @@ def run_crawl(
     farm_cpu = _cpu(resource.RUSAGE_SELF) - self_before
     if run.returncode != 0:
         sys.stderr.write(output.read_text(errors="replace")[-4000:])
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    stats = read_stats(stats_file)
     return CrawlResult(
         label,
         int(stats.get("response_received_count", 0)),
@@ -830,7 +812,7 @@ def _cpu(who: int) -> float:
 
 
 def bench_crawl(limit: int, workdir: Path, log: Callable[[str], None]) -> list[CrawlResult]:
-    from tests.farm import Farm
+    from harness.farm import Farm
 
     results = []
     with Farm() as farm:
@@ -855,18 +837,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _x(value: float) -> str:
     return f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"
-
-
-def machine(load_at_start: tuple[float, ...]) -> str:
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    start = "/".join(f"{value:.1f}" for value in load_at_start)
-    end = "/".join(f"{value:.1f}" for value in os.getloadavg())
-    return (
-        f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {ram:.0f} GiB RAM, "
-        f"load average (1/5/15 min) {start} at the start and {end} at the end, "
-        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-        f"Scrapy {scrapy.__version__}"
-    )
 
 
 def report(

@@ -55,14 +55,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import trafilatura
+from repo_root import REPO
 
-import trafilatura  # noqa: E402
-
-from scrapy_focus.extract import confidence as conf  # noqa: E402
-from scrapy_focus.extract.page import Extraction, ExtractOptions, extract_page  # noqa: E402
+from scrapy_focus.extract import confidence as conf
+from scrapy_focus.extract.page import Extraction, ExtractOptions, extract_page
 
 DATA = REPO.parent / "shared" / "data"
 DOCS = REPO / "docs" / "benchmarks.md"

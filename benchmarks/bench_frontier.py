@@ -60,7 +60,6 @@ import datetime as dt
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import shutil
@@ -72,11 +71,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provenance import git_commit
+import repo_root  # noqa: F401 - the repository root on sys.path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from harness.machine import machine
+from harness.provenance import git_commit
 
 BATCH = 10_000
 SCHEDULERS = {
@@ -590,9 +588,9 @@ def report(results: list[RunResult], args: argparse.Namespace) -> str:
     hosts = sorted({r.hosts for r in results})
     wall = sum(r.wall_s for r in results)
     lines = [
-        f"Runs {dates[0] if dates else '?'} to {dates[-1] if dates else '?'}, {machine()}, "
-        f"Python {platform.python_version()}, Scrapy {scrapy_version()}, "
-        f"lmdb {lmdb_version()}; {', '.join(f'{h:,}' for h in hosts)} hosts (Zipf 0.8); "
+        f"Runs {dates[0] if dates else '?'} to {dates[-1] if dates else '?'}, "
+        f"{machine(extra=[f'lmdb {lmdb_version()}'])}; "
+        f"{', '.join(f'{h:,}' for h in hosts)} hosts (Zipf 0.8); "
         f"{wall / 60:.0f} min of runs; "
         f"load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f} during the runs.",
         "",
@@ -661,26 +659,6 @@ def report(results: list[RunResult], args: argparse.Namespace) -> str:
                 "| | |"
             )
     return "\n".join(lines)
-
-
-def machine() -> str:
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{model or platform.machine()}, {os.cpu_count()} CPUs, {ram:.0f} GiB RAM"
-
-
-def scrapy_version() -> str:
-    import scrapy
-
-    return scrapy.__version__
 
 
 def lmdb_version() -> str:

@@ -67,7 +67,6 @@ import gzip
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -80,16 +79,7 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
-from scrapy import signals
-from scrapy.http import HtmlResponse, Response, TextResponse
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-for path in (str(REPO), str(HERE)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from harvest_suite import (  # noqa: E402
+from harvest_suite import (
     QUICK,
     TOPICS,
     Farm,
@@ -97,10 +87,17 @@ from harvest_suite import (  # noqa: E402
     install_packages,
     missing_packages,
 )
+from repo_root import REPO
+from scrapy import signals
+from scrapy.http import HtmlResponse, Response, TextResponse
 
-from scrapy_focus.extract.page import ExtractOptions, extract_page  # noqa: E402
-from scrapy_focus.frontier.relevance import Topic, terms, url_terms  # noqa: E402
+from harness.crawl import crawl_env, read_jsonl, setting_args
+from harness.machine import machine
+from harness.provenance import git_commit
+from scrapy_focus.extract.page import ExtractOptions, extract_page
+from scrapy_focus.frontier.relevance import Topic, terms, url_terms
 
+HERE = Path(__file__).resolve().parent
 STRATEGIES = {
     "bfs": "breadth-first",
     "naive": "naive best-first",
@@ -231,7 +228,7 @@ class Crawl:
 
 
 def _run(command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> float:
-    env = env or dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]))
+    env = env or crawl_env(paths=[HERE])
     started = time.monotonic()
     with open(cwd / "crawl.log", "w") as stderr:
         proc = subprocess.run(
@@ -243,6 +240,56 @@ def _run(command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = 
     return time.monotonic() - started
 
 
+def crawl4ai_command(
+    spec: TopicSpec, seed: str, hosts: tuple[str, ...], n_max: int, log: Path, python: Path
+) -> list[str]:
+    return [
+        str(python), str(HERE / "crawl4ai_crawl.py"), "--seed", seed,
+        "--keywords", ",".join(keywords(spec.text)), "--max-pages", str(n_max),
+        "--allowed-hosts", ",".join(hosts), "--concurrency", str(CONCURRENCY),
+        "--out", str(log),
+    ]  # fmt: skip
+
+
+def ordering_command(
+    spec: TopicSpec, strategy: str, farm: Farm, n_max: int, log: Path, extra: list[str]
+) -> list[str]:
+    """The crawl of one ordering: scrapy-focus, or this module's spider; *extra*:
+    ``NAME=VALUE`` settings for scrapy-focus."""
+    seed, hosts = farm.seed(spec), farm.allowed_hosts(spec)
+    bin_dir = Path(sys.executable).parent
+    scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
+    settings: dict[str, Any] = {
+        "CONCURRENT_REQUESTS": CONCURRENCY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
+        "DOWNLOAD_DELAY": 0,
+        # Scrapy's default, which the add-on turns on: every ordering gets the same
+        # budget of pages, none of them a robots.txt (the suite's servers have none)
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "HARVEST_FETCH_LOG": log,
+        "EXTENSIONS": {"bench_harvest.FetchLog": 0},
+    }
+    if strategy == "focus":
+        # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
+        command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
+        command += ["--max-pages", str(n_max), *setting_args(settings), "-O", "pages.jsonl"]
+        if len(hosts) > 1:
+            command += ["-s", f"FOCUS_ALLOWED_DOMAINS={','.join(farm.allowed_netlocs(spec))}"]
+        return command + [arg for setting in extra for arg in ("-s", setting)]
+    settings["HTTPCACHE_ENABLED"] = False
+    settings["CLOSESPIDER_PAGECOUNT"] = n_max + 2 * CONCURRENCY
+    settings["SCHEDULER_DISK_QUEUE"] = "scrapy.squeues.PickleFifoDiskQueue"
+    settings["SCHEDULER_MEMORY_QUEUE"] = "scrapy.squeues.FifoMemoryQueue"
+    if strategy == "bfs":
+        settings["DEPTH_PRIORITY"] = 1
+    command = [scrapy_bin, "runspider", str(Path(__file__).resolve())]
+    command += ["-a", f"strategy={strategy}", "-a", f"seed={seed}"]
+    command += ["-a", f"topic={spec.text}", "-a", f"hosts={','.join(hosts)}"]
+    return command + setting_args(settings)
+
+
 def crawl(
     spec: TopicSpec, strategy: str, farm: Farm, n_max: int, args: argparse.Namespace, run: int
 ) -> Crawl:
@@ -250,59 +297,20 @@ def crawl(
     shutil.rmtree(cwd, ignore_errors=True)
     cwd.mkdir(parents=True)
     log = cwd / "fetches.jsonl"
-    seed = farm.seed(spec)
-    hosts = farm.allowed_hosts(spec)
     env = None
     if strategy == "crawl4ai":
         from crawl4ai_env import child_env, venv_dir
 
         env = child_env(venv_dir())
-        command = [
-            str(args.crawl4ai_python), str(HERE / "crawl4ai_crawl.py"), "--seed", seed,
-            "--keywords", ",".join(keywords(spec.text)), "--max-pages", str(n_max),
-            "--allowed-hosts", ",".join(hosts), "--concurrency", str(CONCURRENCY),
-            "--out", str(log),
-        ]  # fmt: skip
+        seed, hosts = farm.seed(spec), farm.allowed_hosts(spec)
+        command = crawl4ai_command(spec, seed, hosts, n_max, log, args.crawl4ai_python)
     else:
-        bin_dir = Path(sys.executable).parent
-        scrapy_bin = str(bin_dir / "scrapy") if (bin_dir / "scrapy").exists() else "scrapy"
-        common = [
-            "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}",
-            "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={CONCURRENCY}",
-            "-s", "DOWNLOAD_DELAY=0",
-            # Scrapy's default, which the add-on turns on: every ordering gets the same
-            # budget of pages, none of them a robots.txt (the suite's servers have none)
-            "-s", "ROBOTSTXT_OBEY=False",
-            "-s", "TELNETCONSOLE_ENABLED=False",
-            "-s", "LOG_LEVEL=INFO",
-            "-s", f"HARVEST_FETCH_LOG={log}",
-            "-s", 'EXTENSIONS={"bench_harvest.FetchLog": 0}',
-        ]  # fmt: skip
-        if strategy == "focus":
-            # The whole stack; its corpus (the HTTP cache) starts empty in this fresh directory.
-            command = [scrapy_bin, "focus-crawl", "--seed", seed, "--topic", spec.text]
-            command += ["--max-pages", str(n_max), *common, "-O", "pages.jsonl"]
-            if len(hosts) > 1:
-                allowed = ",".join(farm.allowed_netlocs(spec))
-                command += ["-s", f"FOCUS_ALLOWED_DOMAINS={allowed}"]
-            for setting in args.settings:
-                command += ["-s", setting]
-        else:
-            command = [scrapy_bin, "runspider", str(Path(__file__).resolve())]
-            command += ["-a", f"strategy={strategy}", "-a", f"seed={seed}"]
-            command += ["-a", f"topic={spec.text}", "-a", f"hosts={','.join(hosts)}"]
-            command += [*common, "-s", "HTTPCACHE_ENABLED=False"]
-            command += ["-s", f"CLOSESPIDER_PAGECOUNT={n_max + 2 * CONCURRENCY}"]
-            command += ["-s", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue"]
-            command += ["-s", "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]
-            if strategy == "bfs":
-                command += ["-s", "DEPTH_PRIORITY=1"]
+        command = ordering_command(spec, strategy, farm, n_max, log, args.settings)
     seconds = _run(command, cwd, log, env)
     fetched: list[str] = []
     relevance: dict[str, float] = {}
     closed = ""
-    for line in log.read_text().splitlines():
-        entry = json.loads(line)
+    for entry in read_jsonl(log):
         if "closed" in entry:
             closed = entry["closed"]
         elif "scored" in entry:
@@ -590,15 +598,6 @@ def charts(
     return out
 
 
-def machine() -> str:
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (
-        f"{len(os.sched_getaffinity(0))} CPUs (nproc), {ram:.0f} GiB RAM, "
-        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-        f"Scrapy {scrapy.__version__}"
-    )
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--topics", help="comma-separated (default: the whole suite)")
@@ -716,8 +715,6 @@ def report(
     if python.startswith(f"{REPO}{os.sep}"):
         python = os.path.relpath(python, REPO)
     command = " ".join([python, "benchmarks/bench_harvest.py", *(argv or sys.argv[1:])])
-    from provenance import git_commit
-
     report = [
         f"Run {dt.date.today().isoformat()} at {git_commit()} on {machine()}; `{command}`; "
         f"{seconds:.0f} s in all; {len(topics)} topics, each figure the median of "

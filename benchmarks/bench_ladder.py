@@ -1,6 +1,6 @@
 """Engine ladder benchmark: always-http, always-chromium and the ladder, side by side.
 
-One run serves the hostile web of the tests (``tests/hostile.py``: thirteen
+One run serves the hostile web of the tests (``harness/hostile.py``: thirteen
 sites, each on its own loopback address) with a realistic mix of pages (mostly
 server-rendered sites, then an SPA, a JavaScript challenge, a site that lets
 only browsers in and one that turns headless Chromium away), and measures:
@@ -22,11 +22,11 @@ only browsers in and one that turns headless Chromium away), and measures:
    Per crawl: the usable-content rate (the page's item holds the article's text, known
    from the site's generator), the share the content contract accepted, mean seconds
    per page (the crawl process's wall time / pages of the mix), CPU seconds per page
-   (the crawl, its extraction workers, browsers and drivers), attempts per page, and
-   wasted attempts: escalations a better start would have avoided (the attempts of a
-   page's ladder trace that escalated to the engine that finally served it), per page,
-   over the pages after the first 20 of each domain (in the order they were first sent
-   to the downloader).
+   (the crawl, its extraction workers, browsers and drivers, each process counted
+   once: harness.processes), attempts per page, and wasted attempts: escalations a
+   better start would have avoided (the attempts of a page's ladder trace that
+   escalated to the engine that finally served it), per page, over the pages after
+   the first 20 of each domain (in the order they were first sent to the downloader).
 2. **Memory over a long browser crawl**: ``--rss-pages`` pages (2,000) of the static
    site, all in Chromium, sampling the memory of every process the crawl started
    (the crawl, extraction workers, Playwright's driver, Chromium's processes: found by
@@ -59,8 +59,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import platform
-import resource
 import shutil
 import signal
 import subprocess
@@ -75,15 +73,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from provenance import git_commit
+from repo_root import REPO
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import tests.hostile as hostile  # noqa: E402
+import harness.hostile as hostile
+import harness.hostile_engines as hostile_engines
+from harness.crawl import (
+    STATS_EXTENSION,
+    crawl_env,
+    focus_crawl_command,
+    read_jsonl,
+    read_stats,
+)
+from harness.machine import load_text, machine
+from harness.processes import TreeSampler, all_stats, descendants, proc_stat
+from harness.provenance import git_commit
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 TAG = "FOCUS_BENCH_LADDER_TAG"
@@ -163,7 +168,7 @@ def serve(scale: float, extra_static: int = 0) -> tuple[hostile.HostileWeb, dict
     """Start the hostile web with an index page per site; return it and the index URLs."""
     spa = next(mix for mix in MIX if mix.site == "spa")
     # The SPA's bundle holds SPA_PAGES articles: enough for the mix.
-    hostile.SPA_PAGES = max(hostile.SPA_PAGES, scaled(spa.pages, scale))
+    hostile_engines.SPA_PAGES = max(hostile_engines.SPA_PAGES, scaled(spa.pages, scale))
     web = hostile.HostileWeb().start()
     indexes = {}
     by_site: dict[str, list[str]] = defaultdict(list)
@@ -242,50 +247,29 @@ def program(pid: int) -> str:
         return os.path.basename(cmdline.split(b" ", 1)[0].decode(errors="replace")) or "?"
 
 
-def crawl_processes(root: int | None, tag: str) -> dict[int, tuple[str, str]]:
+def crawl_processes(root: int | None, tag: str) -> dict[int, tuple[str, int]]:
     """pid → (program, start time) of the crawl's processes: *root* (the crawl), every
     process whose environment carries *tag* (the crawl's, and what it started, re-parented
     or not), and their descendants (Chromium's zygote children lose the environment)."""
     marker = f"{TAG}={tag}".encode()
-    parents: dict[int, int] = {}
-    started: dict[int, str] = {}
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        try:
-            stat = Path(entry.path, "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if fields[0] == "Z":
-                continue  # a zombie is already dead
-            parents[pid], started[pid] = int(fields[1]), fields[19]
-            if pid == root or marker in Path(entry.path, "environ").read_bytes().split(b"\0"):
-                found.add(pid)
-        except (OSError, ValueError, IndexError):
-            continue
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, parent in parents.items():
-        children[parent].append(pid)
-    stack = list(found)
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return {pid: (program(pid), started[pid]) for pid in found}
+    alive = {pid: stat for pid, stat in all_stats().items() if stat.state != "Z"}
+    tagged = [pid for pid in alive if pid == root or marker in environment(pid)]
+    return {pid: (program(pid), alive[pid].start) for pid in descendants(tagged, alive)}
 
 
-def still_running(known: dict[int, tuple[str, str]], tag: str) -> dict[int, str]:
+def environment(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def still_running(known: dict[int, tuple[str, int]], tag: str) -> dict[int, str]:
     """Which of *known* (pid → program, start time) still run, plus any tagged process."""
     alive = crawl_processes(None, tag)
     for pid, (name, start) in known.items():
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-        except (OSError, ValueError):
-            continue
-        if fields[0] != "Z" and fields[19] == start:  # the same process, not a reused pid
+        stat = proc_stat(pid)
+        if stat and stat.state != "Z" and stat.start == start:  # not a reused pid
             alive[pid] = (name, start)
     return {pid: name for pid, (name, _) in alive.items()}
 
@@ -363,60 +347,47 @@ def crawl_settings(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "FOCUS_EMIT_REJECTED": True,
         "FOCUS_EMIT_UNCHANGED": True,
         "FOCUS_LOG_INTERVAL": 0,
-        "EXTENSIONS": {"bench_ladder.TraceLog": 0, "tests.stats_dump.StatsToFile": 0},
+        "EXTENSIONS": {"bench_ladder.TraceLog": 0, STATS_EXTENSION: 0},
         "BENCH_TRACE_LOG": str(workdir / "traces.jsonl"),
     }
 
 
-def run_crawl(
-    name: str,
-    seeds: list[str],
-    settings: dict[str, Any],
-    workdir: Path,
-    interval: float,
-    timeout: float,
-    log: Callable[[str], None],
-) -> Crawl:
-    """``scrapy focus-crawl`` in *workdir*, sampled every *interval* seconds."""
-    workdir.mkdir(parents=True)
-    command = [sys.executable, "-m", "scrapy", "focus-crawl"]
-    for seed in seeds:
-        command += ["--seed", seed]
-    command += ["-O", str(workdir / "items.jsonl") + ":jsonlines"]
-    for key, value in settings.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{key}={text}"]
-    tag = uuid.uuid4().hex
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "benchmarks")]),
-        "FOCUS_TEST_STATS_FILE": str(workdir / "stats.json"),
-        TAG: tag,
-    }
-    samples: list[Sample] = []
-    seen: set[str] = set()
-    known: dict[int, tuple[str, str]] = {}  # every process seen under the crawl
-    done = threading.Event()
-    trace_log = workdir / "traces.jsonl"
-    load_start = os.getloadavg()
-    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+class MemorySampler:
+    """Every *interval* seconds in a thread: the memory of the crawl's processes (found
+    as :func:`crawl_processes` finds them) and how many responses it has logged."""
 
-    def sample() -> None:
-        while not done.wait(interval):
-            processes = crawl_processes(proc.pid, tag)
-            known.update(processes)
+    def __init__(self, root: int, tag: str, trace_log: Path, interval: float) -> None:
+        self.root, self.tag, self.trace_log, self.interval = root, tag, trace_log, interval
+        self.samples: list[Sample] = []
+        self.seen: set[str] = set()  # programs seen running under the crawl
+        self.known: dict[int, tuple[str, int]] = {}  # every process seen under the crawl
+        self.started = time.monotonic()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def processes(self) -> list[tuple[int, int]]:
+        """(pid, start time) of every process seen so far: TreeSampler's *extra*."""
+        return [(pid, start) for pid, (_, start) in list(self.known.items())]
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.interval):
+            processes = crawl_processes(self.root, self.tag)
+            self.known.update(processes)
             rss, pss, programs = memory({pid: name for pid, (name, _) in processes.items()})
-            seen.update(programs)
-            samples.append(
-                Sample(time.monotonic() - started, count_lines(trace_log), rss, pss, programs)
-            )
+            self.seen.update(programs)
+            elapsed = time.monotonic() - self.started
+            self.samples.append(Sample(elapsed, count_lines(self.trace_log), rss, pss, programs))
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+
+def wait_for(
+    proc: subprocess.Popen[bytes], timeout: float, name: str, log: Callable[[str], None]
+) -> bytes:
+    """Wait for the crawl to end (killed past *timeout*); its stderr."""
     try:
         _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -430,11 +401,11 @@ def run_crawl(
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    wall = time.monotonic() - started
-    done.set()
-    sampler.join()
-    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    return stderr
+
+
+def kill_leftovers(known: dict[int, tuple[str, int]], tag: str) -> dict[int, str]:
+    """The crawl's processes still running five seconds after it exited, killed."""
     leftovers = still_running(known, tag)
     deadline = time.monotonic() + 5  # exiting is not leaking: give them a moment
     while leftovers and time.monotonic() < deadline:
@@ -443,21 +414,46 @@ def run_crawl(
     for pid in leftovers:  # ours: not left to the next crawl
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    return leftovers
+
+
+def run_crawl(
+    name: str,
+    seeds: list[str],
+    settings: dict[str, Any],
+    workdir: Path,
+    interval: float,
+    timeout: float,
+    log: Callable[[str], None],
+) -> Crawl:
+    """``scrapy focus-crawl`` in *workdir*, its memory sampled every *interval* seconds
+    and its CPU as harness.processes counts it (every process it started, once)."""
+    workdir.mkdir(parents=True)
+    command = focus_crawl_command(seeds, workdir / "items.jsonl", settings)
+    tag = uuid.uuid4().hex
+    # benchmarks/ for TraceLog (bench_ladder.TraceLog in EXTENSIONS)
+    env = crawl_env(workdir / "stats.json", paths=[REPO / "benchmarks"], **{TAG: tag})
+    trace_log = workdir / "traces.jsonl"
+    load_start = os.getloadavg()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    sampler = MemorySampler(proc.pid, tag, trace_log, interval)
+    tree = TreeSampler(proc.pid, extra=sampler.processes).start()
+    stderr = wait_for(proc, timeout, name, log)
+    wall = time.monotonic() - started
+    sampler.stop()
+    cpu = tree.stop()
+    leftovers = kill_leftovers(sampler.known, tag)
     if stderr.strip():
         (workdir / "stderr.txt").write_bytes(stderr)
+    load = (load_start, os.getloadavg())
     crawl = Crawl(
-        name,
-        workdir,
-        proc.returncode,
-        wall,
-        cpu,
-        (load_start, os.getloadavg()),
-        samples,
-        seen,
-        leftovers,
+        name, workdir, proc.returncode, wall, cpu, load, sampler.samples, sampler.seen, leftovers
     )
-    crawl.items = read_jsonl(workdir / "items.jsonl", "url")
-    crawl.traces = read_jsonl(trace_log, "url")
+    crawl.items = rows_by(workdir / "items.jsonl", "url")
+    crawl.traces = rows_by(trace_log, "url")
     crawl.stats = read_stats(workdir / "stats.json")
     log(
         f"{name}: exit {proc.returncode}, {wall:.0f} s, {cpu:.0f} CPU s, "
@@ -467,16 +463,9 @@ def run_crawl(
     return crawl
 
 
-def read_jsonl(path: Path, key: str) -> dict[str, dict[str, Any]]:
-    if not path.exists():
-        return {}
-    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    return {row[key]: row for row in rows}
-
-
-def read_stats(path: Path) -> dict[str, Any]:
-    """The final stats, as tests.stats_dump.StatsToFile wrote them."""
-    return json.loads(path.read_text()) if path.exists() else {}
+def rows_by(path: Path, key: str) -> dict[str, dict[str, Any]]:
+    """The JSON lines of *path*, by their *key* field (the last line of a key wins)."""
+    return {row[key]: row for row in read_jsonl(path)}
 
 
 # -- the mixed farm, measured ------------------------------------------------------------
@@ -687,10 +676,6 @@ def pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def load_text(load: tuple[float, ...]) -> str:
-    return "/".join(f"{value:.1f}" for value in load)
-
-
 def browser_versions(args: argparse.Namespace) -> str:
     found = []
     for path in (args.chromium, args.firefox):
@@ -700,19 +685,6 @@ def browser_versions(args: argparse.Namespace) -> str:
         except (OSError, IndexError, subprocess.SubprocessError):
             found.append(f"{path}: ?")
     return ", ".join(found)
-
-
-def machine(load_start: tuple[float, ...], args: argparse.Namespace) -> str:
-    import scrapy
-
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (
-        f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {ram:.0f} GiB RAM, "
-        f"load average (1/5/15 min) {load_text(load_start)} at the start and "
-        f"{load_text(os.getloadavg())} at the end, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}, Scrapy {scrapy.__version__}, "
-        f"{browser_versions(args)}"
-    )
 
 
 def report_mix(summaries: list[Summary]) -> list[str]:
@@ -957,7 +929,7 @@ def report(
 ) -> str:
     out = [
         f"Run {started:%Y-%m-%d %H:%M}, commit {git_commit()}, {minutes:.0f} minutes; "
-        f"{machine(load_start, args)}.",
+        f"{machine(load_start, [browser_versions(args)])}.",
         "",
         f"Command, from the repository root: `{' '.join(['.venv/bin/python', *sys.argv])}`",
         "",

@@ -43,41 +43,45 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import functools
-import http.server
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from processes import run_tree
-from provenance import git_commit
+import repo_root  # noqa: F401 - the repository root on sys.path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from harness.crawl import (
+    STATS_EXTENSION,
+    crawl_env,
+    focus_crawl_command,
+    read_stats,
+    scrapy_command,
+    setting_args,
+)
+from harness.farm_pages import GRAPH_NODES  # the farm's /graph/ nodes
+from harness.machine import machine
+from harness.processes import run_tree
+from harness.provenance import git_commit
+from harness.quiet_server import serve_directory
 
 SPIDER = Path(__file__).resolve().parent / "link_spider.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
 DOCS_TOPIC = "asyncio: event loop, coroutines, tasks, streams, subprocesses, queues"
 GRAPH_TOPIC = "articles"  # the farm's pages are pseudo-English; any topic exercises the scoring
-GRAPH_NODES = 20_000
 COMMON_SETTINGS: dict[str, Any] = {
     "LOG_LEVEL": "INFO",
     "TELNETCONSOLE_ENABLED": False,
     "ROBOTSTXT_OBEY": False,
-    "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+    "EXTENSIONS": {STATS_EXTENSION: 0},
 }
 RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
 
@@ -85,34 +89,16 @@ RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
 # -- sites ------------------------------------------------------------------------
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hung up (a browser engine aborting a blocked resource)
-
-
 @contextlib.contextmanager
 def docs_site(directory: Path) -> Iterator[str]:
     """A static file server for *directory* on 127.0.0.1 (threads, HTTP/1.0)."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = _QuietServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_directory(directory) as server:
+        yield f"{server.origin}/index.html"
 
 
 @contextlib.contextmanager
 def synthetic_site() -> Iterator[str]:
-    from tests.farm import Farm
+    from harness.farm import Farm
 
     with Farm() as farm:
         yield f"{farm.base}/graph/0.html"
@@ -170,36 +156,22 @@ class RunResult:
 
 def command_for(spec: RunSpec, start_url: str, topic: str, limit: int, workdir: Path) -> list[str]:
     settings = {**COMMON_SETTINGS}
+    output = workdir / "items.jsonl"
     if spec.kind in ("plain", "naive"):
-        command = [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "runspider",
-            str(SPIDER),
-            "-a",
-            f"start={start_url}",
-            "-a",
-            f"extract={int(spec.kind == 'naive')}",
-        ]
         if limit:
             settings["CLOSESPIDER_PAGECOUNT"] = limit
-    else:
-        command = [sys.executable, "-m", "scrapy", "focus-crawl", "--seed", start_url]
-        command += ["--topic", topic]
-        if limit:
-            command += ["--max-pages", str(limit)]
-        settings["HTTPCACHE_DIR"] = str(workdir / "httpcache")  # a fresh corpus every run
-        if spec.kind == "focus-noext":
-            settings["FOCUS_EXTRACT_ENABLED"] = False
-        if spec.workers:
-            settings["FOCUS_EXTRACT_WORKERS"] = spec.workers
+        settings.update(spec.settings)
+        extract = int(spec.kind == "naive")
+        command = scrapy_command("runspider", str(SPIDER), "-a", f"start={start_url}")
+        command += ["-a", f"extract={extract}", "-O", f"{output}:jsonlines"]
+        return command + setting_args(settings)
+    settings["HTTPCACHE_DIR"] = str(workdir / "httpcache")  # a fresh corpus every run
+    if spec.kind == "focus-noext":
+        settings["FOCUS_EXTRACT_ENABLED"] = False
+    if spec.workers:
+        settings["FOCUS_EXTRACT_WORKERS"] = spec.workers
     settings.update(spec.settings)
-    command += ["-O", f"{workdir / 'items.jsonl'}:jsonlines"]
-    for name, value in settings.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        command += ["-s", f"{name}={text}"]
-    return command
+    return focus_crawl_command([start_url], output, settings, topic, max_pages=limit)
 
 
 def run_once(
@@ -221,18 +193,13 @@ def run_once(
         spy = Path(sys.executable).parent / "py-spy"
         command = [str(spy), "record", "--subprocesses", "-r", "50", "--format", "raw"]
         command += ["-o", str(raw), "--", *command_for(spec, start_url, topic, limit, workdir)]
-    code = spec.code or str(REPO)
-    env = {
-        **os.environ,
-        # the package and tests.stats_dump of that checkout (the editable install's
-        # finder comes after PYTHONPATH)
-        "PYTHONPATH": os.pathsep.join([code, *filter(None, [os.environ.get("PYTHONPATH")])]),
-        "FOCUS_TEST_STATS_FILE": str(stats_file),
-    }
+    # The package of that checkout first; this checkout's harness after it (an older
+    # checkout may have none).
+    env = crawl_env(stats_file, paths=[spec.code] if spec.code else [])
     load_start = os.getloadavg()[0]
     with (workdir / "crawl.log").open("w") as log:
         run = run_tree(command, cwd=workdir, env=env, stdout=log)
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    stats = read_stats(stats_file)
     items_file = workdir / "items.jsonl"
     items = sum(1 for _ in items_file.open()) if items_file.exists() else 0
     log_text = (workdir / "crawl.log").read_text(errors="replace")
@@ -456,9 +423,8 @@ def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
 
 
 def report(results: list[RunResult], args: argparse.Namespace, load_at_start: tuple) -> str:
-    lines = [
-        f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, commit {git_commit()}; {machine(load_at_start)}."
-    ]
+    described = machine(load_at_start, [f"trafilatura {trafilatura_version()}"])
+    lines = [f"Run {dt.datetime.now():%Y-%m-%d %H:%M}, commit {git_commit()}; {described}."]
     lines.append("")
     lines.append(f"Command: `{' '.join(['.venv/bin/python', *sys.argv])}`")
     for site in dict.fromkeys(r.site for r in results):
@@ -541,19 +507,10 @@ def _notes(runs: list[RunResult]) -> str:
     return ", ".join(notes)
 
 
-def machine(load_at_start: tuple) -> str:
-    import scrapy
+def trafilatura_version() -> str:
     import trafilatura
 
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    start = "/".join(f"{v:.1f}" for v in load_at_start)
-    end = "/".join(f"{v:.1f}" for v in os.getloadavg())
-    return (
-        f"{os.cpu_count()} CPUs, {ram:.0f} GiB RAM, load average (1/5/15 min) {start} at the "
-        f"start and {end} at the end, {platform.system()} {platform.release()}, Python "
-        f"{platform.python_version()}, Scrapy {scrapy.__version__}, trafilatura "
-        f"{trafilatura.__version__}"
-    )
+    return trafilatura.__version__
 
 
 def _commit(path: str) -> str:

@@ -71,20 +71,20 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from html import escape
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 import lxml.etree
+import repo_root  # noqa: F401 - the repository root on sys.path
 from parsel import Selector
+
+from harness.quiet_server import QuietHandler, QuietServer
 
 DOC = Path("/usr/share/doc")
 WEB = "web"  # the site name of a topic crawled on the multi-host web, and of the portal's keys
@@ -704,11 +704,8 @@ def content_type(file: Path, head: bytes) -> str:
     return guessed or "application/octet-stream"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # thousands of requests per crawl
 
     def do_GET(self) -> None:
         self._answer(body=True)
@@ -734,14 +731,11 @@ class _Handler(BaseHTTPRequestHandler):
 Answer = tuple[int, dict[str, str], bytes]
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(QuietServer):
     def __init__(self, host: str) -> None:
-        super().__init__((host, 0), _Handler)
-        self.base = f"http://{host}:{self.server_address[1]}/"
+        super().__init__(_Handler, host)
+        self.base = f"{self.origin}/"
         self.netloc = urlsplit(self.base).netloc
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def lookup(self, path: str) -> Answer | None:
         raise NotImplementedError
@@ -825,7 +819,7 @@ class Farm:
                 self.portal = _PortalServer("127.0.0.1", links)
                 self._by_netloc[self.portal.netloc] = WEB
             for server in self._all():
-                server.thread.start()
+                server.start()
         except BaseException:
             self._close()
             raise
@@ -839,9 +833,7 @@ class Farm:
 
     def _close(self) -> None:
         for server in self._all():
-            if server.thread.is_alive():
-                server.shutdown()
-            server.server_close()
+            server.stop()
         self.servers.clear()
         self.portal = None
         self._by_netloc.clear()

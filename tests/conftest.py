@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.farm import Farm
-from tests.hostile import HostileWeb
+from harness.farm import Farm
+from harness.hostile import HostileWeb
 
 # Scrapy's test modules run on our components by tests/compat/run.py, inside Scrapy's
 # sdist: they import Scrapy's own tests package and cannot be collected here.
@@ -20,6 +20,6 @@ def farm() -> Iterator[Farm]:
 
 @pytest.fixture(scope="session")
 def hostile() -> Iterator[HostileWeb]:
-    """The hostile sites (tests/hostile.py), each on its own 127.0.0.N address."""
+    """The hostile sites (harness/hostile.py), each on its own 127.0.0.N address."""
     with HostileWeb() as web:
         yield web

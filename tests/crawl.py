@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness.crawl import (
+    STATS_EXTENSION,
+    crawl_env,
+    focus_crawl_command,
+    read_jsonl,
+    read_stats,
+    scrapy_command,
+    setting_args,
+)
 
 SPIDERS = Path(__file__).parent / "spiders"
 BASE_SETTINGS = {
@@ -36,10 +43,7 @@ def crawl_command(
     args: dict[str, str] | None = None,
 ) -> list[str]:
     merged = {**BASE_SETTINGS, **(settings or {})}
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
+    command = scrapy_command(
         "runspider",
         str(SPIDERS / spider),
         "-a",
@@ -48,19 +52,10 @@ def crawl_command(
         f"follow={int(follow)}",
         "-o",
         str(workdir / "items.jsonl:jsonlines"),
-    ]
+    )
     for name, value in (args or {}).items():
         command += ["-a", f"{name}={value}"]
     return command + setting_args(merged)
-
-
-def setting_args(settings: dict[str, Any]) -> list[str]:
-    """``-s NAME=VALUE`` arguments; dicts and lists as JSON, as Scrapy reads them."""
-    args: list[str] = []
-    for name, value in settings.items():
-        text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-        args += ["-s", f"{name}={text}"]
-    return args
 
 
 def _run(command: list[str], workdir: Path, timeout: float) -> CrawlResult:
@@ -69,21 +64,16 @@ def _run(command: list[str], workdir: Path, timeout: float) -> CrawlResult:
     stats_file = workdir / "stats.json"
     items_file.unlink(missing_ok=True)
     stats_file.unlink(missing_ok=True)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(Path(__file__).parent.parent),
-        "FOCUS_TEST_STATS_FILE": str(stats_file),
-    }
     proc = subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        command,
+        cwd=workdir,
+        env=crawl_env(stats_file),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
-    items = (
-        [json.loads(line) for line in items_file.read_text().splitlines()]
-        if items_file.exists()
-        else []
-    )
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
-    return CrawlResult(proc.returncode, proc.stderr, items, stats)
+    return CrawlResult(proc.returncode, proc.stderr, read_jsonl(items_file), read_stats(stats_file))
 
 
 def run_crawl(
@@ -97,7 +87,7 @@ def run_crawl(
 ) -> CrawlResult:
     """Run a test spider in *workdir*; return its log, items and final stats."""
     merged = {"STATS_DUMP": True, **(settings or {})}
-    merged.setdefault("EXTENSIONS", {"tests.stats_dump.StatsToFile": 0})
+    merged.setdefault("EXTENSIONS", {STATS_EXTENSION: 0})
     return _run(crawl_command(workdir, urls, merged, follow, spider, args), workdir, timeout)
 
 
@@ -113,15 +103,8 @@ def run_focus_crawl(
     merged = {
         "LOG_LEVEL": "INFO",
         "TELNETCONSOLE_ENABLED": False,
-        "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0},
+        "EXTENSIONS": {STATS_EXTENSION: 0},
         **(settings or {}),
     }
-    command = [sys.executable, "-m", "scrapy", "focus-crawl"]
-    if job is not None:
-        command.append(str(job))
-    for seed in seeds:
-        command += ["--seed", seed]
-    if topic:
-        command += ["--topic", topic]
-    command += ["-O", str(workdir / "items.jsonl") + ":jsonlines", *setting_args(merged)]
+    command = focus_crawl_command(seeds, workdir / "items.jsonl", merged, topic, job=job)
     return _run(command, workdir, timeout)

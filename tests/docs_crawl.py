@@ -10,13 +10,13 @@ README.md and docs/corpus.md read a small site crawled with example_project/:
 The other chapters (docs/frontier.md, docs/contract.md, ...) crawl the test farm
 themselves, from their own directory:
 
-``farm_site``   base URL of a :class:`tests.farm.Farm` started for the session
+``farm_site``   base URL of a :class:`harness.farm.Farm` started for the session
                 (the topical site under /topics/, the contract pages under /contract/)
 ``workdir``     a fresh directory per document, where its shell samples run
 
 docs/engines.md fetches from the hostile web instead:
 
-``hostile_web`` the sites of :mod:`tests.hostile` (``hostile_web.spa``, ...), each on
+``hostile_web`` the sites of :mod:`harness.hostile` (``hostile_web.spa``, ...), each on
                 its own loopback address; shell samples find each site's base URL in
                 ``$HOSTILE_SPA``, ``$HOSTILE_UA``, ... (the site's name, upper-cased)
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.farm import Farm, article_html
-from tests.hostile import HostileWeb
+from harness.farm import Farm, article_html
+from harness.hostile import HostileWeb
 
 EXAMPLE_PROJECT = Path(__file__).parent.parent / "example_project"
 
@@ -143,6 +143,6 @@ def workdir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 @pytest.fixture(scope="session")
 def hostile_web() -> Iterator[HostileWeb]:
-    """The hostile sites (tests/hostile.py), for the session."""
+    """The hostile sites (harness/hostile.py), for the session."""
     with HostileWeb() as web:
         yield web

@@ -18,12 +18,12 @@ import pytest
 from scrapy import Request
 from scrapy.settings import Settings
 
+from harness.hostile import LINGER_DELAY, HostileWeb
 from scrapy_focus.config import FocusConfig
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.engines.discovery import available_engines, chromium_args, sandbox_unavailable
 from scrapy_focus.engines.guard import SizeLimit
 from scrapy_focus.engines.headers import carries_crawl_headers
-from tests.hostile import LINGER_DELAY, HostileWeb
 from tests.test_ladder import CHROMIUM, FIREFOX, Crawl, crawl
 
 pytestmark = pytest.mark.skipif(

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from harness.farm import article_html
 from scrapy_focus.contract import ContractRules, decide
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.extract.page import Extraction
 from scrapy_focus.items import PAGE_FIELDS, PageItem
 from tests.crawl import run_crawl
-from tests.farm import article_html
 
 REPO = Path(__file__).parent.parent
 PAGES = {"spider": "page_spider.py"}

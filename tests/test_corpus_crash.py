@@ -14,6 +14,7 @@ from pathlib import Path
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
+from harness.crawl import crawl_env
 from scrapy_focus.corpus.db import CorpusDB, CorpusError
 from scrapy_focus.corpus.reader import Corpus
 from tests.corpus_helpers import corpus_dir, open_storage
@@ -32,7 +33,7 @@ def start_graph_crawl(farm, workdir: Path, **settings) -> subprocess.Popen:
     return subprocess.Popen(
         command,
         cwd=workdir,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=crawl_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

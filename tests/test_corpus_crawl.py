@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from harness.farm import article_html
 from scrapy_focus.corpus.reader import Corpus
 from tests.crawl import run_crawl
-from tests.farm import article_html
 
 
 def corpus_of(tmp_path):

@@ -10,13 +10,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from scrapy_focus.corpus.db import CorpusDB, Fetch
-from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.urls import canonicalize_url, url_fingerprint
-from tests.corpus_helpers import focus_corpus
-from tests.crawl import CrawlResult, crawl_command, run_crawl, run_focus_crawl
-from tests.farm import article_html
-from tests.hostile import (
+from harness.crawl import STATS_EXTENSION, crawl_env, read_jsonl, read_stats
+from harness.farm import article_html
+from harness.hostile import (
     AUTH_PASSWORD,
     AUTH_USER,
     BOMB_SIZE,
@@ -24,8 +20,12 @@ from tests.hostile import (
     HostileWeb,
     article_page,
 )
+from scrapy_focus.corpus.db import CorpusDB, Fetch
+from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.urls import canonicalize_url, url_fingerprint
+from tests.corpus_helpers import focus_corpus
+from tests.crawl import CrawlResult, crawl_command, run_crawl, run_focus_crawl
 
-REPO = Path(__file__).parent.parent
 MIB = 1 << 20
 
 
@@ -37,12 +37,12 @@ def measured_crawl(
     os.wait4 reports the rusage of that one child (and what it waited for), not of
     every child this test session has had, as RUSAGE_CHILDREN would.
     """
-    merged = {"STATS_DUMP": True, "EXTENSIONS": {"tests.stats_dump.StatsToFile": 0}, **settings}
+    merged = {"STATS_DUMP": True, "EXTENSIONS": {STATS_EXTENSION: 0}, **settings}
     stats_file, log_file = workdir / "stats.json", workdir / "crawl.log"
     items_file = workdir / "items.jsonl"
     for path in (stats_file, items_file):
         path.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "FOCUS_TEST_STATS_FILE": str(stats_file)}
+    env = crawl_env(stats_file)
     with log_file.open("w") as log:
         proc = subprocess.Popen(
             crawl_command(workdir, urls, merged), cwd=workdir, env=env, stdout=log, stderr=log
@@ -51,12 +51,7 @@ def measured_crawl(
             _pid, status, usage = os.wait4(proc.pid, 0)
         finally:
             proc.returncode = 0  # reaped above; keeps Popen from waiting again
-    items = (
-        [json.loads(line) for line in items_file.read_text().splitlines()]
-        if items_file.exists()
-        else []
-    )
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    items, stats = read_jsonl(items_file), read_stats(stats_file)
     result = CrawlResult(os.waitstatus_to_exitcode(status), log_file.read_text(), items, stats)
     return result, usage.ru_maxrss * 1024  # Linux reports KiB
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from harness.farm import article_html
 from scrapy_focus.corpus.export import export_jsonl, export_warc
 from scrapy_focus.corpus.reader import Corpus
 from tests.corpus_helpers import focus_corpus
 from tests.crawl import run_crawl
-from tests.farm import article_html
 
 REPO = Path(__file__).parent.parent
 

@@ -13,12 +13,12 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
+from harness.farm import article_html
 from scrapy_focus.corpus.db import _INDEX, CorpusError, CorruptRecord, Version, body_hash
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.corpus.storage import ContentDecodingError, LmdbCacheStorage, decode_content
 from scrapy_focus.pipelines import ContractPipeline
 from tests.corpus_helpers import corpus_dir, open_storage
-from tests.farm import article_html
 
 HTML = article_html(1).encode()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.hostile import CSP, article_page
 from scrapy_focus.engines.detect import (
     Page,
     blocked,
@@ -16,7 +17,6 @@ from scrapy_focus.engines.detect import (
     vendor_challenge,
     visible_text_chars,
 )
-from tests.hostile import CSP, article_page
 
 ARTICLE = article_page(1)  # a few thousand characters of server-rendered text
 BLOCK_PAGE = (

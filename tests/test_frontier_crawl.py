@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import itertools
-import os
 import resource
 import signal
 import subprocess
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
+from harness.crawl import STATS_EXTENSION, crawl_env, focus_crawl_command
+from harness.farm import SECTIONS, TOPIC_PAGES
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.frontier.store_local import LmdbFrontierStore
 from tests.crawl import run_crawl, run_focus_crawl
-from tests.farm import SECTIONS, TOPIC_PAGES
 
-ROOT = Path(__file__).parent.parent
 ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"
 
 
@@ -195,19 +192,8 @@ def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(farm
         "CONCURRENT_REQUESTS": 2,
         "ROBOTSTXT_OBEY": False,  # the corpus and the farm's log hold graph pages only
     }
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "focus-crawl",
-        "--seed",
-        farm.url("/graph/0.html"),
-        "-O",
-        str(tmp_path / "first.jsonl"),
-    ]
-    for name, value in settings.items():
-        command += ["-s", f"{name}={value}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = focus_crawl_command([farm.url("/graph/0.html")], tmp_path / "first.jsonl", settings)
+    env = crawl_env()
     since = time.monotonic()
     crawl = subprocess.Popen(
         command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -266,7 +252,7 @@ def test_a_kill_right_after_a_page_is_done_loses_none_of_its_links(farm, tmp_pat
         {
             **settings,
             "EXTENSIONS": {
-                "tests.stats_dump.StatsToFile": 0,
+                STATS_EXTENSION: 0,
                 "tests.kill_switch.KillAfterPageDone": 0,
             },
             "FOCUS_TEST_KILL_AFTER": "/graph/1.html",

@@ -11,6 +11,7 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
+from harness.hostile import article_page
 from scrapy_focus import settings as focus_defaults
 from scrapy_focus.engines.breaker import CircuitBreaker, MemoryBreakerStates
 from scrapy_focus.engines.history import (
@@ -22,7 +23,6 @@ from scrapy_focus.engines.history import (
 )
 from scrapy_focus.engines.ladder import EngineLadderMiddleware
 from scrapy_focus.runtime import FocusRuntime
-from tests.hostile import article_page
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -10,11 +10,11 @@ import subprocess
 import pytest
 from scrapy.http import HtmlResponse
 
+from harness.hostile import ARCHIVE_DAYS, BULK_PAGES, FLOOD_LINKS
 from scrapy_focus.corpus.reader import Corpus
 from scrapy_focus.frontier.context import ContextReader, anchors_of
 from scrapy_focus.frontier.traps import TrapDetector, url_pattern
 from tests.crawl import run_focus_crawl
-from tests.hostile import ARCHIVE_DAYS, BULK_PAGES, FLOOD_LINKS
 
 PAGE_TEXT_BUDGET = 1_000_000  # scrapy_focus.frontier.context.PAGE_TEXT_BUDGET
 

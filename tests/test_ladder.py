@@ -23,10 +23,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.engines.discovery import camoufox_browser
-from tests.crawl import CrawlResult, run_crawl, run_focus_crawl
-from tests.hostile import (
+from harness.hostile import (
     FLAKY_RETRY_AFTER,
     RETRY_AFTER,
     Hit,
@@ -35,6 +32,9 @@ from tests.hostile import (
     encoding_pages,
     spa_marker,
 )
+from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.engines.discovery import camoufox_browser
+from tests.crawl import CrawlResult, run_crawl, run_focus_crawl
 
 CHROMIUM = "/usr/bin/chromium"
 FIREFOX = shutil.which("firefox-esr") or "/usr/bin/firefox-esr"
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.skipif(
 SETTINGS: dict[str, Any] = {
     "FOCUS_CHROMIUM_EXECUTABLE": CHROMIUM,
     "FOCUS_FIREFOX_EXECUTABLE": FIREFOX,  # FOCUS_STEALTH_BROWSER "auto": Camoufox if installed
-    "DOWNLOAD_TIMEOUT": 3.0,  # tests.hostile.TIMEOUT_DELAY is over it
+    "DOWNLOAD_TIMEOUT": 3.0,  # harness.hostile.TIMEOUT_DELAY is over it
     "FOCUS_EXTRACT_WORKERS": 1,
     "FOCUS_EMIT_REJECTED": True,
     "FOCUS_EMIT_UNCHANGED": True,

@@ -1,4 +1,11 @@
-"""An extension the test crawls use to hand their final stats to the test."""
+"""An extension through which a child crawl hands its final stats to the test or benchmark.
+
+``EXTENSIONS = {"harness.stats_dump.StatsToFile": 0}`` (harness.crawl.STATS_EXTENSION)
+and the environment variable ``FOCUS_TEST_STATS_FILE``: when the engine stops, the
+stats that are numbers or strings, plus ``finish_reason``, are written to that file
+as one JSON object.  Without the variable, or if the spider never closed, nothing
+is written.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+
+STATS_FILE_ENV = "FOCUS_TEST_STATS_FILE"  # the file to write; unset, nothing is written
 
 
 class StatsToFile:
@@ -28,7 +37,7 @@ class StatsToFile:
         self.reason = reason
 
     def engine_stopped(self) -> None:
-        path = os.environ.get("FOCUS_TEST_STATS_FILE")
+        path = os.environ.get(STATS_FILE_ENV)
         if not path or self.reason is None:
             return
         stats = {
