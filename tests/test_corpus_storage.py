@@ -13,9 +13,13 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
-from scrapy_focus.corpus.db import _INDEX, CorpusError, CorruptRecord, Version, body_hash
+from scrapy_focus.corpus.codec import body_hash
+from scrapy_focus.corpus.decoding import ContentDecodingError, decode_content
+from scrapy_focus.corpus.env import INDEX
+from scrapy_focus.corpus.errors import CorpusError, CorruptRecord
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.corpus.storage import ContentDecodingError, LmdbCacheStorage, decode_content
+from scrapy_focus.corpus.records import Version
+from scrapy_focus.corpus.storage import LmdbCacheStorage
 from scrapy_focus.pipelines import ContractPipeline
 from tests.corpus_helpers import corpus_dir, open_storage
 from tests.farm import article_html
@@ -229,11 +233,13 @@ def test_expired_version_is_a_miss(tmp_path):
     # Rewrite the stored fetch time two minutes into the past, through the same API.
     from dataclasses import replace
 
-    from scrapy_focus.corpus.db import _INDEX
-
     stale = replace(storage.db.latest_version(fingerprint), fetched_at=0.0)
     with storage.db.env.begin(write=True) as txn:
-        txn.put(fingerprint + _INDEX.pack(0), stale.to_bytes(), db=storage.db._dbs[b"versions"])
+        txn.put(
+            fingerprint + INDEX.pack(0),
+            stale.to_bytes(),
+            db=storage.db.environment.tables[b"versions"],
+        )
     assert storage.retrieve_response(spider, request) is None
     assert spider.crawler.stats.get_value("focus/corpus/expired") == 1
     storage.close_spider(spider)
@@ -356,7 +362,7 @@ def test_records_are_written_in_the_json_older_readers_know(tmp_path):
     fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
     version = storage.db.latest_version(fingerprint)
     with storage.db.env.begin() as txn:
-        raw = txn.get(fingerprint + _INDEX.pack(0), db=storage.db._dbs[b"versions"])
+        raw = txn.get(fingerprint + INDEX.pack(0), db=storage.db.environment.tables[b"versions"])
     assert raw == json.dumps(asdict(version), separators=(",", ":")).encode()
     assert Version.from_bytes(raw) == version
     storage.close_spider(spider)
@@ -445,9 +451,9 @@ def test_damaged_version_record_raises_and_the_next_download_repairs_it(tmp_path
     fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
     with storage.db.env.begin(write=True) as txn:
         txn.put(
-            fingerprint + _INDEX.pack(0),
+            fingerprint + INDEX.pack(0),
             b'{"index": 0, "url": tru',
-            db=storage.db._dbs[b"versions"],
+            db=storage.db.environment.tables[b"versions"],
         )
 
     # Raised, as Scrapy's storages do: HttpCacheMiddleware logs it and counts a miss.
@@ -473,7 +479,7 @@ def test_damaged_body_is_rewritten_by_the_next_store_of_that_body(tmp_path, code
     request = Request("http://example.com/a")
     storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
     digest = body_hash(HTML)
-    bodies = storage.db._dbs[b"bodies"]
+    bodies = storage.db.environment.tables[b"bodies"]
     with storage.db.env.begin(write=True) as txn:
         txn.put(digest, damage(bytes(txn.get(digest, db=bodies))), db=bodies)
 

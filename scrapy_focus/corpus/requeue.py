@@ -24,8 +24,6 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
 from scrapy_focus.contract import ACCEPTED, UNCHANGED
-from scrapy_focus.corpus.db import acquire, release
-from scrapy_focus.corpus.storage import db_options
 from scrapy_focus.runtime import FocusRuntime
 
 if TYPE_CHECKING:
@@ -37,11 +35,13 @@ logger = logging.getLogger(__name__)
 
 class CorpusRequeueMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("FOCUS_CONTRACT_ENABLED"):
+        self.runtime = FocusRuntime.of(crawler)
+        config = self.runtime.config
+        if not config.contract.enabled:
             raise NotConfigured
         self.crawler = crawler
-        self.recrawl = crawler.settings.getbool("FOCUS_RECRAWL")
-        self.corpus = FocusRuntime.of(crawler).config.corpus
+        self.recrawl = config.contract.recrawl is not None
+        self.corpus = config.corpus
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -60,22 +60,19 @@ class CorpusRequeueMiddleware:
         path = self.corpus.corpus_path(spider.name)
         if not (path / "data.mdb").exists():
             return []
-        db = acquire(path, **db_options(self.corpus))
-        try:
-            requests = []
-            for entry in db.released():
-                requests.append(self._request(entry.url, "released", entry.meta.get("depth", 0)))
-            if self.recrawl:
-                now = time.time()
-                for state in db.iter_states():
-                    if (
-                        state.state in (ACCEPTED, UNCHANGED)
-                        and state.next_due is not None
-                        and state.next_due <= now
-                    ):
-                        requests.append(self._request(state.url, "recrawl", 0))
-        finally:
-            release(db)
+        db = self.runtime.corpus
+        requests = []
+        for entry in db.released():
+            requests.append(self._request(entry.url, "released", entry.meta.get("depth", 0)))
+        if self.recrawl:
+            now = time.time()
+            for state in db.iter_states():
+                if (
+                    state.state in (ACCEPTED, UNCHANGED)
+                    and state.next_due is not None
+                    and state.next_due <= now
+                ):
+                    requests.append(self._request(state.url, "recrawl", 0))
         stats = self.crawler.stats
         for request in requests:
             stats.inc_value(f"focus/requeue/{request.meta['focus_requeue']}")
