@@ -5,9 +5,10 @@ Two kinds of page re-enter the crawl, each explicitly and once per crawl:
 * quarantined pages a person released with ``scrapy focus-quarantine release``;
 * with ``FOCUS_RECRAWL``, pages whose adaptive re-fetch time has come.
 
-They are yielded after the spider's own start requests, with
-``meta["focus_refresh"] = True`` so the corpus serves them fresh, not cached,
-and ``meta["focus_requeue"]`` saying why.  The scheduler checks them against
+They are yielded after the spider's own start requests, their state
+(:class:`~scrapy_focus.state.FocusState`) marked ``refresh`` so the corpus
+serves them fresh, not cached, and ``requeue`` so the scheduler knows the
+corpus sent them (``focus/requeue/<why>`` counts them).  The scheduler checks them against
 the crawl's scope like any link (the seeds have set it by then): a corpus
 never widens a crawl.  A crawl with no seeds and no allowed domains (a
 re-crawl of the corpus alone) takes them as its seeds.
@@ -25,6 +26,7 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_focus.contract import ACCEPTED, UNCHANGED
 from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.state import state_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -73,17 +75,13 @@ class CorpusRequeueMiddleware:
                     and state.next_due <= now
                 ):
                     requests.append(self._request(state.url, "recrawl", 0))
-        stats = self.crawler.stats
-        for request in requests:
-            stats.inc_value(f"focus/requeue/{request.meta['focus_requeue']}")
         if requests:
             logger.info("Re-queued %d page(s) from the corpus", len(requests))
         return requests
 
-    @staticmethod
-    def _request(url: str, why: str, depth: int) -> Request:
-        return Request(
-            url,
-            dont_filter=True,
-            meta={"focus_refresh": True, "focus_requeue": why, "depth": depth},
-        )
+    def _request(self, url: str, why: str, depth: int) -> Request:
+        request = Request(url, dont_filter=True, meta={"depth": depth})
+        state = state_of(request)
+        state.refresh = state.requeue = True
+        self.crawler.stats.inc_value(f"focus/requeue/{why}")
+        return request

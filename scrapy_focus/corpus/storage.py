@@ -19,6 +19,15 @@ encoding that was.  Used alone beside Scrapy's ``HttpCompressionMiddleware``
 bounded by ``DOWNLOAD_MAXSIZE`` in the same way; put
 ``HttpDecompressionMiddleware`` in that middleware's place to decode once.  The
 response returned from the cache has no ``Content-Encoding`` header.
+
+What it reads and writes of a request is its
+:class:`~scrapy_focus.state.FocusState` (``meta["focus"]``): ``refresh`` (and
+Scrapy's ``retry_times``) makes a miss; a stored version records the state's
+engine, the encoding decoded upstream (``content_encoding``), replaces the
+version named by ``supersede``, and keeps the state's record among its meta
+(``FOCUS_CORPUS_META_KEYS``); the state then holds ``corpus_version`` and
+``fetched_at``.  A response served from the corpus gets the stored provenance
+back (:meth:`~scrapy_focus.state.FocusState.restore`).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from scrapy_focus.corpus.responses import (
 )
 from scrapy_focus.faults import StorageError
 from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.state import FocusState, peek, state_of
 from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams, strip_userinfo
 
 if TYPE_CHECKING:
@@ -97,7 +107,8 @@ class LmdbCacheStorage:
 
     def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
         db = self._require_open()
-        if request.meta.get("focus_refresh") or request.meta.get("retry_times"):
+        state = peek(request)
+        if (state is not None and state.refresh) or request.meta.get("retry_times"):
             # A deliberate re-fetch (recrawl, quarantine release, the ladder), or
             # RetryMiddleware's retry of an answer this corpus has just stored
             # (a 429, a 503): miss, then store what the network says now.
@@ -117,18 +128,21 @@ class LmdbCacheStorage:
             self._inc("focus/corpus/expired")
             return None
         request.meta["cache_timestamp"] = version.fetched_at
-        request.meta["focus_corpus_version"] = version.index
-        request.meta["focus_fetched_at"] = version.fetched_at
-        request.meta["focus_engine"] = version.engine  # provenance of the stored rendition
+        # Provenance (engine, attempts, version, time) is the stored rendition's.
+        state_of(request).restore(
+            version.meta.get("focus"), version.engine, version.index, version.fetched_at
+        )
         if not self._classes.trusted(version.response_class):
             self._inc("focus/corpus/untrusted_response_class")
         return response_from_version(version, body, self._classes)
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
         db = self._require_open()
-        body, headers, decoded = self._decoded(response, request.meta.get("focus_content_encoding"))
+        state = peek(request)
+        upstream = state.content_encoding if state is not None else None
+        body, headers, decoded = self._decoded(response, ",".join(upstream) if upstream else None)
         try:
-            version = self._record(db, request, response, body, headers, decoded)
+            version = self._record(db, request, state, response, (body, headers, decoded))
         except StorageError as exc:
             # Not stored, so not handed to the spider: its request stays leased in the
             # frontier, and the crawl (stopping now) fetches it again when resumed.
@@ -138,19 +152,20 @@ class LmdbCacheStorage:
             self._inc("focus/corpus/unchanged")
         elif version.index > 0:
             self._inc("focus/corpus/new_version")
-        request.meta["focus_corpus_version"] = version.index
+        state = state_of(request)
+        state.corpus_version = version.index
         # The page item reports the time the corpus recorded, not when it was built.
-        request.meta["focus_fetched_at"] = version.fetched_at
+        state.fetched_at = version.fetched_at
 
     def _record(
         self,
         db: CorpusDB,
         request: Request,
+        state: FocusState | None,
         response: Response,
-        body: bytes,
-        headers: list[tuple[str, str]],
-        decoded: str | None,
+        decoded_body: tuple[bytes, list[tuple[str, str]], str | None],
     ) -> Version:
+        body, headers, decoded = decoded_body
         cls = self._classes.stored_class(response, headers, body)
         return db.record_fetch(
             Fetch(
@@ -163,7 +178,7 @@ class LmdbCacheStorage:
                 status=response.status,
                 headers=headers,
                 body=body,
-                engine=str(request.meta.get("focus_engine") or "http"),
+                engine=(state.engine if state is not None else None) or "http",
                 response_class=f"{cls.__module__}.{cls.__name__}",
                 flags=[flag for flag in response.flags if flag != "cached"],
                 ip_address=str(response.ip_address) if response.ip_address else None,
@@ -172,7 +187,7 @@ class LmdbCacheStorage:
                 meta=self._meta(request),
                 attributes=response_attributes(response, cls),
             ),
-            supersede=request.meta.get("focus_supersede"),
+            supersede=state.supersede if state is not None else None,
         )
 
     # -- helpers
@@ -187,10 +202,15 @@ class LmdbCacheStorage:
             self._stats.inc_value(key)
 
     def _meta(self, request: Request) -> dict[str, Any]:
+        """The request's ``FOCUS_CORPUS_META_KEYS`` that are JSON; its state as its record."""
         kept: dict[str, Any] = {}
         for key in self.config.meta_keys:
-            if key in request.meta and is_json(request.meta[key]):
-                kept[key] = _without_userinfo(request.meta[key])
+            value = request.meta.get(key)
+            if isinstance(value, FocusState):
+                value = value.to_record()
+            elif key not in request.meta or not is_json(value):
+                continue
+            kept[key] = _without_userinfo(value)
         return kept
 
     def _decoded(
