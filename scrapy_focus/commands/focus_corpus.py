@@ -16,7 +16,7 @@ from scrapy_focus.commands.location import add_corpus_options, corpus_path
 from scrapy_focus.config import FocusConfig
 from scrapy_focus.corpus.errors import CorpusError
 from scrapy_focus.corpus.export import export_jsonl, export_markdown, export_warc
-from scrapy_focus.corpus.reader import Corpus
+from scrapy_focus.corpus.reader import Corpus, Version, stored_state
 from scrapy_focus.corpus.responses import ResponseClasses
 
 ACTIONS = ("stats", "ls", "show", "export")
@@ -140,6 +140,7 @@ class Command(ScrapyCommand):
                         "engine": version.engine,
                         "content_hash": version.body_hash,
                         "body_size": version.body_size,
+                        "attempts_before": _attempts_before(version),
                     }
                 )
             )
@@ -178,6 +179,12 @@ class Command(ScrapyCommand):
                 "for this corpus); use --state all to export every stored page",
                 file=sys.stderr,
             )
+
+
+def _attempts_before(version: Version) -> list[str]:
+    """The attempts the engine ladder made before the stored one: "engine verdict"."""
+    state = stored_state(version)
+    return [f"{a['engine']} {a['verdict']}" for a in state.trace()] if state is not None else []
 
 
 def _when(epoch: float) -> str:

@@ -29,9 +29,25 @@ from scrapy_focus.corpus.records import (
     Version,
 )
 from scrapy_focus.corpus.responses import ResponseClasses, response_from_version
+from scrapy_focus.state import FocusState
 from scrapy_focus.urls import DEFAULT_TRACKING_PARAMS, TrackingParams, canonicalize_url
 
-__all__ = ["Corpus", "CorpusError", "Page", "PageState", "QuarantineEntry", "Version"]
+__all__ = [
+    "Corpus",
+    "CorpusError",
+    "Page",
+    "PageState",
+    "QuarantineEntry",
+    "Version",
+    "stored_state",
+]
+
+
+def stored_state(version: Version) -> FocusState | None:
+    """The request state stored with *version* (its ``meta["focus"]`` record): the
+    link, the engine, the attempts before the stored one; None if none was stored."""
+    record = version.meta.get("focus")
+    return FocusState.from_record(record) if isinstance(record, dict) else None
 
 
 @dataclass(frozen=True)
