@@ -79,7 +79,7 @@ class FocusRuntime:
 
     @cached_property
     def corpus(self) -> CorpusDB:
-        """The crawl's corpus, opened on first use (by the spider's name) and
+        """The crawl's corpus, opened on first use (once the spider exists) and
         closed when the engine stops.  Every component that reads or writes the
         corpus uses this one handle; a write fault on it stops this crawl
         (:func:`~scrapy_focus.faults.storage_failed`)."""
@@ -90,11 +90,7 @@ class FocusRuntime:
         from scrapy_focus.faults import storage_failed
 
         config = self.config.corpus
-        # The spider once the crawl runs; a storage driven by hand may come first.
-        name = getattr(self.crawler.spider, "name", None) or self.crawler.spidercls.name
-        if not (name or config.directory):
-            raise RuntimeError("a corpus needs its spider's name or FOCUS_CORPUS_DIR")
-        db = CorpusDB(config.corpus_path(name), **db_options(config))
+        db = CorpusDB(config.corpus_path(self.crawler.spider.name), **db_options(config))
         db.fault_handlers.append(partial(storage_failed, self.crawler))
         self.on_close(db.close)
         return db

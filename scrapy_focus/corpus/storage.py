@@ -93,6 +93,10 @@ class LmdbCacheStorage:
 
     def open_spider(self, spider: Spider) -> None:
         crawler = spider.crawler
+        if crawler.spider is None:
+            # Driven by hand, outside a crawl (Scrapy's own storage tests): the
+            # spider it is opened for is the one whose corpus the crawler has.
+            crawler.spider = spider
         self.db = FocusRuntime.of(crawler).corpus
         self._fingerprinter = crawler.request_fingerprinter
         if isinstance(self._fingerprinter, CanonicalRequestFingerprinter):
