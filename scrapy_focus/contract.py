@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
+from scrapy_focus import settings as defaults
 
+if TYPE_CHECKING:
     from scrapy_focus.items import PageItem
 
 ACCEPTED, UNCHANGED, REJECTED, QUARANTINED = "accepted", "unchanged", "rejected", "quarantined"
@@ -41,28 +41,16 @@ REJECT_REASONS = (
 
 @dataclass(frozen=True)
 class ContractRules:
-    min_content_chars: int = 100
-    min_confidence: float = 0.45
-    languages: tuple[str, ...] = ()
-    required_fields: tuple[str, ...] = ()
-    drop_off_topic: bool = False
-    relevance_threshold: float = 0.5
+    """What a page must meet to be accepted (``FOCUS_MIN_CONTENT_CHARS``,
+    ``FOCUS_MIN_CONFIDENCE``, ...: read by :mod:`scrapy_focus.config` into
+    ``config.contract.rules``)."""
 
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> ContractRules:
-        min_confidence = settings.get("FOCUS_MIN_CONFIDENCE")
-        return cls(
-            min_content_chars=settings.getint("FOCUS_MIN_CONTENT_CHARS", 100),
-            min_confidence=float(
-                min_confidence
-                if min_confidence is not None
-                else settings.getfloat("FOCUS_MEDIUM_CONFIDENCE", 0.45)
-            ),
-            languages=tuple(lang.lower() for lang in settings.getlist("FOCUS_LANGUAGES")),
-            required_fields=tuple(settings.getlist("FOCUS_REQUIRED_FIELDS")),
-            drop_off_topic=settings.getbool("FOCUS_DROP_OFF_TOPIC"),
-            relevance_threshold=settings.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5),
-        )
+    min_content_chars: int = defaults.FOCUS_MIN_CONTENT_CHARS
+    min_confidence: float = defaults.FOCUS_MEDIUM_CONFIDENCE  # FOCUS_MIN_CONFIDENCE unset
+    languages: tuple[str, ...] = tuple(defaults.FOCUS_LANGUAGES)
+    required_fields: tuple[str, ...] = tuple(defaults.FOCUS_REQUIRED_FIELDS)
+    drop_off_topic: bool = defaults.FOCUS_DROP_OFF_TOPIC
+    relevance_threshold: float = defaults.FOCUS_RELEVANCE_THRESHOLD
 
 
 @dataclass(frozen=True)

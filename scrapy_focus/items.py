@@ -1,9 +1,10 @@
 """The page item: one per fetched page, with the fields every export carries.
 
 ``PAGE_FIELDS`` is the public, stable list (DESIGN.md): the item's fields, in
-export order.  ``extraction`` (and its failure) is the in-crawl hand-over from
-the extraction middleware to the pipelines: an attribute, not a field, so no
-feed exports it.
+export order.  :func:`page_item` fills them from the request's
+:class:`~scrapy_focus.state.FocusState`.  ``extraction`` (and its failure) is the
+in-crawl hand-over from the extraction middleware to the pipelines: an
+attribute, not a field, so no feed exports it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urldefrag
 
-from scrapy_focus.state import peek
+from scrapy_focus.state import FocusState, peek
 from scrapy_focus.urls import strip_userinfo
 
 if TYPE_CHECKING:
@@ -82,13 +83,13 @@ class PageItem:
 
 
 def page_item(response: Response) -> PageItem:
-    """Build the page item of *response* from what the components left in its meta."""
-    meta = response.meta
-    extraction: Extraction | None = meta.get("focus_extraction")
-    state = peek(response)
-    link = state.link if state is not None else None
+    """Build the page item of *response* from its request's state (``meta["focus"]``)."""
+    state = peek(response) or FocusState()
+    extracted = state.extracted
+    extraction = extracted.extraction
+    link = state.link
     parent_url = link.parent_url if link is not None else None  # None: a seed
-    fetched = meta.get("focus_fetched_at")  # set by the corpus on retrieve and on store
+    fetched = state.fetched_at  # set by the corpus on retrieve and on store
     request_url = response.request.url if response.request is not None else response.url
     request_url = urldefrag(request_url)[0]  # a fragment is not part of what was fetched
     # Exported and stored: no user:password@ (the request alone needed it).
@@ -96,24 +97,24 @@ def page_item(response: Response) -> PageItem:
         url=strip_userinfo(request_url),
         final_url=strip_userinfo(response.url),
         status=response.status,
-        engine=meta.get("focus_engine") or "http",
+        engine=state.engine or "http",
         fetched_at=_iso(fetched or time.time()),
-        depth=meta.get("depth", 0),
+        depth=response.meta.get("depth", 0),
         parent_url=strip_userinfo(parent_url) if parent_url else None,
         anchor=link.anchor if link is not None and parent_url else None,
         link_score=link.score if link is not None else None,
-        relevance=state.relevance if state is not None else None,
+        relevance=state.relevance,
         title=extraction.title if extraction else None,
         author=extraction.author if extraction else None,
         date=extraction.date if extraction else None,
         language=extraction.language if extraction else None,
         description=extraction.description if extraction else None,
         markdown=extraction.markdown if extraction else "",
-        corpus_version=meta.get("focus_corpus_version"),
+        corpus_version=state.corpus_version,
     )
     item.extraction = extraction  # type: ignore[misc]  # see the class body
-    item.extraction_failure = meta.get("focus_extraction_failure")  # type: ignore[misc]
-    item.extraction_error = meta.get("focus_extraction_error")  # type: ignore[misc]
+    item.extraction_failure = extracted.failure  # type: ignore[misc]
+    item.extraction_error = extracted.error  # type: ignore[misc]
     return item
 
 

@@ -23,14 +23,12 @@ from scrapy_focus.contract import (
     QUARANTINED,
     REJECTED,
     UNCHANGED,
-    ContractRules,
     Verdict,
     content_hash,
     decide,
 )
-from scrapy_focus.corpus.db import CorpusDB, PageState, QuarantineEntry, acquire, release
-from scrapy_focus.corpus.freshness import RecrawlPolicy
-from scrapy_focus.corpus.storage import db_options
+from scrapy_focus.corpus.db import CorpusDB
+from scrapy_focus.corpus.records import PageState, QuarantineEntry
 from scrapy_focus.items import PageItem
 from scrapy_focus.runtime import FocusRuntime
 
@@ -50,12 +48,13 @@ class ConfidencePipeline:
     """Scores each page's extraction in [0, 1] (``item.confidence``)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("FOCUS_CONTRACT_ENABLED"):
+        config = FocusRuntime.of(crawler).config.contract
+        if not config.enabled:
             raise NotConfigured
-        self.high = crawler.settings.getfloat("FOCUS_HIGH_CONFIDENCE", 0.75)
-        self.medium = crawler.settings.getfloat("FOCUS_MEDIUM_CONFIDENCE", 0.45)
+        self.high = config.high_confidence
+        self.medium = config.medium_confidence
         self.stats = crawler.stats
-        self.min_content_chars = crawler.settings.getint("FOCUS_MIN_CONTENT_CHARS", 100)
+        self.min_content_chars = config.rules.min_content_chars
         from scrapy_focus.extract.confidence import confidence
 
         self._confidence = confidence
@@ -89,34 +88,30 @@ class ContractPipeline:
     """Puts every page item in exactly one state and records it in the corpus."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
-        if not settings.getbool("FOCUS_CONTRACT_ENABLED"):
+        self.runtime = FocusRuntime.of(crawler)
+        config = self.runtime.config.contract
+        if not config.enabled:
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.rules = ContractRules.from_settings(settings)
-        self.emit_unchanged = settings.getbool("FOCUS_EMIT_UNCHANGED")
-        self.emit_rejected = settings.getbool("FOCUS_EMIT_REJECTED")
-        self.recrawl = (
-            RecrawlPolicy.from_settings(settings) if settings.getbool("FOCUS_RECRAWL") else None
-        )
-        self.corpus = FocusRuntime.of(crawler).config.corpus
+        self.rules = config.rules
+        self.emit_unchanged = config.emit_unchanged
+        self.emit_rejected = config.emit_rejected
+        self.recrawl = config.recrawl
         self.db: CorpusDB | None = None
-        crawler.signals.connect(self.item_error, signal=signals.item_error)
-        crawler.signals.connect(self.spider_error, signal=signals.spider_error)
+        crawler.signals.connect(self.on_item_error, signal=signals.item_error)
+        crawler.signals.connect(self.on_spider_error, signal=signals.spider_error)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def open_spider(self, spider: Spider | None = None) -> None:
-        spider = spider or self.crawler.spider
-        self.db = acquire(self.corpus.corpus_path(spider.name), **db_options(self.corpus))
+        self.db = self.runtime.corpus
 
     def close_spider(self, spider: Spider | None = None) -> None:
-        if self.db is not None:
-            release(self.db)
-            self.db = None
+        # The handle is the crawl's: its runtime closes it when the engine stops.
+        self.db = None
 
     # -- the verdict
 
@@ -154,13 +149,15 @@ class ContractPipeline:
 
     # -- failures elsewhere: a later pipeline, or the spider callback
 
-    def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
+    def on_item_error(
+        self, item: Any, response: Response, spider: Spider, failure: Failure
+    ) -> None:
         url = getattr(item, "url", None) or (response.url if response is not None else None)
         if url:
             self._count(Verdict(QUARANTINED, "pipeline-error"))
             self._quarantine(url, "pipeline-error", failure.getTraceback(), 0)
 
-    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
+    def on_spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         if response is None:
             return
         self._count(Verdict(QUARANTINED, "callback-error"))

@@ -157,13 +157,18 @@ class FocusRuntime:
     def corpus(self) -> CorpusDB:
         """The crawl's corpus, opened on first use (once the spider exists) and
         closed when the engine stops.  Every component that reads or writes the
-        corpus uses this one handle."""
-        from scrapy_focus.corpus.db import acquire, release
+        corpus uses this one handle; a write fault on it stops this crawl
+        (:func:`~scrapy_focus.faults.storage_failed`)."""
+        from functools import partial
+
+        from scrapy_focus.corpus.db import CorpusDB
         from scrapy_focus.corpus.storage import db_options
+        from scrapy_focus.faults import storage_failed
 
         config = self.config.corpus
-        db = acquire(config.corpus_path(self.crawler.spider.name), **db_options(config))
-        self.on_close(lambda: release(db))
+        db = CorpusDB(config.corpus_path(self.crawler.spider.name), **db_options(config))
+        db.fault_handlers.append(partial(storage_failed, self.crawler))
+        self.on_close(db.close)
         return db
 
     # -- closing

@@ -192,6 +192,27 @@ class FocusState:
         """The finished attempts as records (the current one once it has a verdict)."""
         return [a.to_record() for a in self.attempts if a.verdict is not None]
 
+    # -- the corpus
+
+    def restore(self, record: Any, engine: str, corpus_version: int, fetched_at: float) -> None:
+        """The response comes from the corpus: its provenance is the stored rendition's.
+
+        *record* is the state stored with it (its :meth:`to_record`, or None for a
+        version stored without one): the attempts become the stored ones, ending
+        with the stored rendition's, by *engine*.  What this request knows of its
+        link is kept.
+        """
+        stored = FocusState.from_record(record) if isinstance(record, Mapping) else FocusState()
+        attempts = stored.attempts
+        if not attempts or attempts[-1].verdict is not None or attempts[-1].engine != engine:
+            attempts.append(Attempt(engine))
+        self.attempts = attempts
+        self.start_reason = stored.start_reason or self.start_reason
+        if self.link is None:
+            self.link = stored.link
+        self.corpus_version = corpus_version
+        self.fetched_at = fetched_at
+
     # -- records
 
     def to_record(self) -> dict[str, Any]:

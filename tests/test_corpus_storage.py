@@ -14,10 +14,15 @@ from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse, XmlR
 from scrapy.utils.test import get_crawler
 
 from harness.farm import article_html
-from scrapy_focus.corpus.db import _INDEX, CorpusError, CorruptRecord, Version, body_hash
+from scrapy_focus.corpus.codec import body_hash
+from scrapy_focus.corpus.decoding import ContentDecodingError, decode_content
+from scrapy_focus.corpus.env import INDEX
+from scrapy_focus.corpus.errors import CorpusError, CorruptRecord
 from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.corpus.storage import ContentDecodingError, LmdbCacheStorage, decode_content
+from scrapy_focus.corpus.records import Version
+from scrapy_focus.corpus.storage import LmdbCacheStorage
 from scrapy_focus.pipelines import ContractPipeline
+from scrapy_focus.state import FocusState, LinkContext
 from tests.corpus_helpers import corpus_dir, open_storage
 
 HTML = article_html(1).encode()
@@ -137,6 +142,37 @@ def test_changed_page_gets_a_new_version_and_old_versions_stay_readable(tmp_path
         assert page.response().body == bodies[0]
 
 
+def test_request_state_is_stored_as_its_record_and_restored_from_the_corpus(tmp_path):
+    storage, spider = open_storage(tmp_path)
+    url = "http://example.com/a"
+    state = FocusState(link=LinkContext(url, anchor="A", parent_url="http://u:pw@example.com/"))
+    state.start("http", "history")
+    state.attempt.verdict, state.attempt.status = "blocked", 403
+    state.next_attempt("chromium")
+    request = Request(url, meta={"focus": state, "depth": 1})
+    storage.store_response(spider, request, HtmlResponse(url=url, body=HTML))
+    assert (state.corpus_version, state.fetched_at is not None) == (0, True)
+
+    version = storage.db.latest_version(spider.crawler.request_fingerprinter.fingerprint(request))
+    record = version.meta["focus"]
+    assert version.engine == record["engine"] == "chromium"
+    assert [(a["engine"], a["verdict"]) for a in record["trace"]] == [("http", "blocked")]
+    assert record["link"]["parent_url"] == "http://example.com/"  # no credentials kept
+
+    again = Request(url)
+    assert storage.retrieve_response(spider, again) is not None
+    restored = again.meta["focus"]
+    assert restored.engine == "chromium"
+    assert restored.start_reason == "history"
+    assert [a["engine"] for a in restored.trace()] == ["http"]
+    assert restored.link.anchor == "A"
+    assert (restored.corpus_version, restored.fetched_at) == (0, version.fetched_at)
+
+    refresh = Request(url, meta={"focus": FocusState(refresh=True)})
+    assert storage.retrieve_response(spider, refresh) is None
+    storage.close_spider(spider)
+
+
 def test_retrieval_returns_the_latest_version(tmp_path):
     storage, spider = open_storage(tmp_path)
     request = Request("http://example.com/a")
@@ -156,7 +192,7 @@ def test_every_page_serves_its_own_latest_version_among_many(tmp_path):
     for n, url in enumerate(urls):
         request = Request(url)
         assert storage.retrieve_response(spider, request).body == f"<p>{n}.{n % 3}</p>".encode()
-        assert request.meta["focus_corpus_version"] == n % 3
+        assert request.meta["focus"].corpus_version == n % 3
     storage.close_spider(spider)
 
 
@@ -166,15 +202,15 @@ def test_superseded_attempt_leaves_only_the_final_rendition(tmp_path):
     storage.store_response(spider, Request(url), HtmlResponse(url=url, body=b"<p>v0</p>"))
     attempt = Request(url)
     storage.store_response(spider, attempt, HtmlResponse(url=url, body=b"<p>blocked</p>"))
-    retry = Request(url, meta={"focus_supersede": attempt.meta["focus_corpus_version"]})
+    retry = Request(url, meta={"focus": FocusState(supersede=attempt.meta["focus"].corpus_version)})
     storage.store_response(spider, retry, HtmlResponse(url=url, body=b"<p>v1</p>"))
-    assert retry.meta["focus_corpus_version"] == 1
+    assert retry.meta["focus"].corpus_version == 1
     assert storage.retrieve_response(spider, Request(url)).body == b"<p>v1</p>"
 
     # A retry that gets the previous rendition back refreshes it instead.
     attempt = Request(url)
     storage.store_response(spider, attempt, HtmlResponse(url=url, body=b"<p>blocked</p>"))
-    retry = Request(url, meta={"focus_supersede": attempt.meta["focus_corpus_version"]})
+    retry = Request(url, meta={"focus": FocusState(supersede=attempt.meta["focus"].corpus_version)})
     storage.store_response(spider, retry, HtmlResponse(url=url, body=b"<p>v1</p>"))
     fingerprint = spider.crawler.request_fingerprinter.fingerprint(retry)
     versions = storage.db.versions(fingerprint)
@@ -229,11 +265,13 @@ def test_expired_version_is_a_miss(tmp_path):
     # Rewrite the stored fetch time two minutes into the past, through the same API.
     from dataclasses import replace
 
-    from scrapy_focus.corpus.db import _INDEX
-
     stale = replace(storage.db.latest_version(fingerprint), fetched_at=0.0)
     with storage.db.env.begin(write=True) as txn:
-        txn.put(fingerprint + _INDEX.pack(0), stale.to_bytes(), db=storage.db._dbs[b"versions"])
+        txn.put(
+            fingerprint + INDEX.pack(0),
+            stale.to_bytes(),
+            db=storage.db.environment.tables[b"versions"],
+        )
     assert storage.retrieve_response(spider, request) is None
     assert spider.crawler.stats.get_value("focus/corpus/expired") == 1
     storage.close_spider(spider)
@@ -356,7 +394,7 @@ def test_records_are_written_in_the_json_older_readers_know(tmp_path):
     fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
     version = storage.db.latest_version(fingerprint)
     with storage.db.env.begin() as txn:
-        raw = txn.get(fingerprint + _INDEX.pack(0), db=storage.db._dbs[b"versions"])
+        raw = txn.get(fingerprint + INDEX.pack(0), db=storage.db.environment.tables[b"versions"])
     assert raw == json.dumps(asdict(version), separators=(",", ":")).encode()
     assert Version.from_bytes(raw) == version
     storage.close_spider(spider)
@@ -445,9 +483,9 @@ def test_damaged_version_record_raises_and_the_next_download_repairs_it(tmp_path
     fingerprint = spider.crawler.request_fingerprinter.fingerprint(request)
     with storage.db.env.begin(write=True) as txn:
         txn.put(
-            fingerprint + _INDEX.pack(0),
+            fingerprint + INDEX.pack(0),
             b'{"index": 0, "url": tru',
-            db=storage.db._dbs[b"versions"],
+            db=storage.db.environment.tables[b"versions"],
         )
 
     # Raised, as Scrapy's storages do: HttpCacheMiddleware logs it and counts a miss.
@@ -473,7 +511,7 @@ def test_damaged_body_is_rewritten_by_the_next_store_of_that_body(tmp_path, code
     request = Request("http://example.com/a")
     storage.store_response(spider, request, HtmlResponse(url=request.url, body=HTML))
     digest = body_hash(HTML)
-    bodies = storage.db._dbs[b"bodies"]
+    bodies = storage.db.environment.tables[b"bodies"]
     with storage.db.env.begin(write=True) as txn:
         txn.put(digest, damage(bytes(txn.get(digest, db=bodies))), db=bodies)
 

@@ -13,10 +13,11 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from scrapy_focus.commands.location import add_corpus_options, corpus_path
-from scrapy_focus.corpus.db import CorpusError
+from scrapy_focus.config import FocusConfig
+from scrapy_focus.corpus.errors import CorpusError
 from scrapy_focus.corpus.export import export_jsonl, export_markdown, export_warc
-from scrapy_focus.corpus.reader import Corpus
-from scrapy_focus.corpus.storage import ResponseClasses
+from scrapy_focus.corpus.reader import Corpus, Version, stored_state
+from scrapy_focus.corpus.responses import ResponseClasses
 
 ACTIONS = ("stats", "ls", "show", "export")
 
@@ -81,11 +82,10 @@ class Command(ScrapyCommand):
         if not args or args[0] not in ACTIONS:
             raise UsageError(f"the first argument must be one of {', '.join(ACTIONS)}")
         action, rest = args[0], args[1:]
-        path = corpus_path(self.settings, opts)
+        config = FocusConfig.from_settings(self.settings).corpus
+        path = corpus_path(config, opts)
         try:
-            classes = ResponseClasses.from_paths(
-                self.settings.getlist("FOCUS_CORPUS_RESPONSE_CLASSES")
-            )
+            classes = ResponseClasses.from_paths(config.response_classes)
             corpus = Corpus(path, response_classes=classes)
         except CorpusError as exc:
             raise UsageError(str(exc), print_help=False) from exc
@@ -140,6 +140,7 @@ class Command(ScrapyCommand):
                         "engine": version.engine,
                         "content_hash": version.body_hash,
                         "body_size": version.body_size,
+                        "attempts_before": _attempts_before(version),
                     }
                 )
             )
@@ -178,6 +179,12 @@ class Command(ScrapyCommand):
                 "for this corpus); use --state all to export every stored page",
                 file=sys.stderr,
             )
+
+
+def _attempts_before(version: Version) -> list[str]:
+    """The attempts the engine ladder made before the stored one: "engine verdict"."""
+    state = stored_state(version)
+    return [f"{a['engine']} {a['verdict']}" for a in state.trace()] if state is not None else []
 
 
 def _when(epoch: float) -> str:

@@ -17,9 +17,10 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from scrapy_focus import settings as focus_defaults
 from scrapy_focus.commands.location import add_corpus_options, corpus_path
-from scrapy_focus.corpus.db import CorpusDB, CorpusError
+from scrapy_focus.config import FocusConfig
+from scrapy_focus.corpus.db import CorpusDB
+from scrapy_focus.corpus.errors import CorpusError
 from scrapy_focus.urls import CanonicalRequestFingerprinter, TrackingParams
 
 ACTIONS = ("list", "show", "release")
@@ -45,18 +46,15 @@ class Command(ScrapyCommand):
         if not args or args[0] not in ACTIONS:
             raise UsageError(f"the first argument must be one of {', '.join(ACTIONS)}")
         action, urls = args[0], args[1:]
-        path = corpus_path(self.settings, opts)
+        config = FocusConfig.from_settings(self.settings)
+        path = corpus_path(config.corpus, opts)
         if not (path / "data.mdb").exists():
             raise UsageError(f"no corpus at {path}", print_help=False)
         try:
             db = CorpusDB(path)
         except CorpusError as exc:
             raise UsageError(str(exc), print_help=False) from exc
-        settings = self.settings
-        tracking = (settings.getlist("FOCUS_TRACKING_PARAMS") if settings else None) or (
-            focus_defaults.FOCUS_TRACKING_PARAMS
-        )
-        fingerprinter = CanonicalRequestFingerprinter(TrackingParams(tracking))
+        fingerprinter = CanonicalRequestFingerprinter(TrackingParams(config.tracking_params))
         with db:
             if action == "list":
                 for entry in db.quarantined():

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from scrapy.exceptions import UsageError
-from scrapy.settings import BaseSettings
-from scrapy.utils.project import data_path
+
+from scrapy_focus.config import CorpusConfig
 
 
 def add_corpus_options(parser: argparse.ArgumentParser) -> None:
@@ -15,14 +15,13 @@ def add_corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spider", help="the spider whose corpus to open (in a project)")
 
 
-def corpus_path(settings: BaseSettings | None, opts: argparse.Namespace) -> Path:
+def corpus_path(config: CorpusConfig, opts: argparse.Namespace) -> Path:
     """--dir; else FOCUS_CORPUS_DIR; else <HTTPCACHE_DIR>/<--spider>; else the only one."""
     if opts.corpus_dir:
         return Path(opts.corpus_dir)
-    settings = settings or BaseSettings()
-    if settings.get("FOCUS_CORPUS_DIR"):
-        return Path(data_path(settings["FOCUS_CORPUS_DIR"]))
-    cache_dir = Path(data_path(settings.get("HTTPCACHE_DIR") or "httpcache"))
+    if config.directory:
+        return config.location()
+    cache_dir = config.location()
     if opts.spider:
         return cache_dir / opts.spider
     found = sorted(p.parent for p in cache_dir.glob("*/data.mdb"))

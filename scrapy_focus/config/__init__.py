@@ -206,6 +206,8 @@ def _recrawl(read: _Reader) -> RecrawlPolicy:
             f"FOCUS_RECRAWL_MAX_INTERVAL must hold, got {policy.minimum}, "
             f"{policy.initial}, {policy.maximum}"
         )
+    if policy.grow < 1 or not 0 < policy.shrink <= 1:
+        raise ValueError("FOCUS_RECRAWL_GROW must be >= 1 and FOCUS_RECRAWL_SHRINK in (0, 1]")
     return policy
 
 

@@ -13,8 +13,8 @@ A body over the limit is dropped as Scrapy drops it (``IgnoreRequest``, a warnin
 naming the URL and the sizes), and counted as ``focus/decompression/too_large``; a
 body that does not decode at all (a corrupt stream) is dropped the same way and
 counted as ``focus/decompression/corrupt``.  Either way nothing of it is stored.
-The encodings decoded go to ``request.meta["focus_content_encoding"]``, which the
-corpus records as the version's ``content_encoding``.
+The encodings decoded go to the request's state (``state.content_encoding``), which
+the corpus records as the version's ``content_encoding``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest
+
+from scrapy_focus.state import peek, state_of
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -42,9 +44,11 @@ class HttpDecompressionMiddleware(HttpCompressionMiddleware):
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Request | Response:
         encodings = response.headers.getlist(b"Content-Encoding")
-        # A request re-issued with copied meta (the ladder's next engine) must not
+        # A request re-issued with its state (the ladder's next engine) must not
         # carry an earlier answer's encoding into this one's record.
-        request.meta.pop("focus_content_encoding", None)
+        state = peek(request)
+        if state is not None:
+            state.content_encoding = None
         if not encodings or request.method == "HEAD":
             return super().process_response(request, response)
         try:
@@ -62,7 +66,7 @@ class HttpDecompressionMiddleware(HttpCompressionMiddleware):
             logger.warning(message)
             raise IgnoreRequest(message) from exc
         if decoded.headers.getlist(b"Content-Encoding") != encodings:
-            request.meta["focus_content_encoding"] = b",".join(encodings).decode("latin-1")
+            state_of(request).content_encoding = [value.decode("latin-1") for value in encodings]
             self._inc("focus/decompression/decoded")
         return decoded
 

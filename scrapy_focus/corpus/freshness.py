@@ -2,45 +2,24 @@
 
 A page that was unchanged at its last fetch waits longer before the next one;
 a page that changed is fetched sooner.  The interval stays within bounds.
+The policy is ``FOCUS_RECRAWL_*``, read (and checked) by
+:mod:`scrapy_focus.config` into ``config.contract.recrawl``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
-
-DAY = 86_400.0
+from scrapy_focus import settings as defaults
 
 
 @dataclass(frozen=True)
 class RecrawlPolicy:
-    initial: float = DAY
-    minimum: float = 3_600.0
-    maximum: float = 30 * DAY
-    grow: float = 1.5  # factor when unchanged
-    shrink: float = 0.5  # factor when changed
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> RecrawlPolicy:
-        policy = cls(
-            initial=settings.getfloat("FOCUS_RECRAWL_INTERVAL", DAY),
-            minimum=settings.getfloat("FOCUS_RECRAWL_MIN_INTERVAL", 3_600.0),
-            maximum=settings.getfloat("FOCUS_RECRAWL_MAX_INTERVAL", 30 * DAY),
-            grow=settings.getfloat("FOCUS_RECRAWL_GROW", 1.5),
-            shrink=settings.getfloat("FOCUS_RECRAWL_SHRINK", 0.5),
-        )
-        if not 0 < policy.minimum <= policy.initial <= policy.maximum:
-            raise ValueError(
-                "FOCUS_RECRAWL_MIN_INTERVAL <= FOCUS_RECRAWL_INTERVAL <= "
-                f"FOCUS_RECRAWL_MAX_INTERVAL must hold, got {policy.minimum}, "
-                f"{policy.initial}, {policy.maximum}"
-            )
-        if policy.grow < 1 or not 0 < policy.shrink <= 1:
-            raise ValueError("FOCUS_RECRAWL_GROW must be >= 1 and FOCUS_RECRAWL_SHRINK in (0, 1]")
-        return policy
+    initial: float = defaults.FOCUS_RECRAWL_INTERVAL
+    minimum: float = defaults.FOCUS_RECRAWL_MIN_INTERVAL
+    maximum: float = defaults.FOCUS_RECRAWL_MAX_INTERVAL
+    grow: float = defaults.FOCUS_RECRAWL_GROW  # factor when unchanged
+    shrink: float = defaults.FOCUS_RECRAWL_SHRINK  # factor when changed
 
     def next_interval(self, previous: float | None, changed: bool) -> float:
         if previous is None:

@@ -19,19 +19,35 @@ from typing import Any
 
 from scrapy.http import Response
 
-from scrapy_focus.corpus.db import (
-    CorpusDB,
-    CorpusError,
+from scrapy_focus.corpus.db import CorpusDB
+from scrapy_focus.corpus.errors import CorpusError
+from scrapy_focus.corpus.records import (
     CorpusStats,
     PageRecord,
     PageState,
     QuarantineEntry,
     Version,
 )
-from scrapy_focus.corpus.storage import ResponseClasses, response_from_version
+from scrapy_focus.corpus.responses import ResponseClasses, response_from_version
+from scrapy_focus.state import FocusState
 from scrapy_focus.urls import DEFAULT_TRACKING_PARAMS, TrackingParams, canonicalize_url
 
-__all__ = ["Corpus", "CorpusError", "Page", "PageState", "QuarantineEntry", "Version"]
+__all__ = [
+    "Corpus",
+    "CorpusError",
+    "Page",
+    "PageState",
+    "QuarantineEntry",
+    "Version",
+    "stored_state",
+]
+
+
+def stored_state(version: Version) -> FocusState | None:
+    """The request state stored with *version* (its ``meta["focus"]`` record): the
+    link, the engine, the attempts before the stored one; None if none was stored."""
+    record = version.meta.get("focus")
+    return FocusState.from_record(record) if isinstance(record, dict) else None
 
 
 @dataclass(frozen=True)
@@ -88,7 +104,7 @@ class Corpus:
     *path* is the crawl directory: the folder holding ``data.mdb``, by default
     ``.scrapy/httpcache/<spider name>`` inside the project.  *response_classes*:
     which classes a version may be rebuilt as (default: Scrapy's own; see
-    :class:`~scrapy_focus.corpus.storage.ResponseClasses`); its ``untrusted``
+    :class:`~scrapy_focus.corpus.responses.ResponseClasses`); its ``untrusted``
     counts the versions read as data instead.
     """
 

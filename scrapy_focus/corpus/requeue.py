@@ -5,9 +5,10 @@ Two kinds of page re-enter the crawl, each explicitly and once per crawl:
 * quarantined pages a person released with ``scrapy focus-quarantine release``;
 * with ``FOCUS_RECRAWL``, pages whose adaptive re-fetch time has come.
 
-They are yielded after the spider's own start requests, with
-``meta["focus_refresh"] = True`` so the corpus serves them fresh, not cached,
-and ``meta["focus_requeue"]`` saying why.  The scheduler checks them against
+They are yielded after the spider's own start requests, their state
+(:class:`~scrapy_focus.state.FocusState`) marked ``refresh`` so the corpus
+serves them fresh, not cached, and ``requeue`` so the scheduler knows the
+corpus sent them (``focus/requeue/<why>`` counts them).  The scheduler checks them against
 the crawl's scope like any link (the seeds have set it by then): a corpus
 never widens a crawl.  A crawl with no seeds and no allowed domains (a
 re-crawl of the corpus alone) takes them as its seeds.
@@ -24,9 +25,8 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
 from scrapy_focus.contract import ACCEPTED, UNCHANGED
-from scrapy_focus.corpus.db import acquire, release
-from scrapy_focus.corpus.storage import db_options
 from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.state import state_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -37,11 +37,13 @@ logger = logging.getLogger(__name__)
 
 class CorpusRequeueMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("FOCUS_CONTRACT_ENABLED"):
+        self.runtime = FocusRuntime.of(crawler)
+        config = self.runtime.config
+        if not config.contract.enabled:
             raise NotConfigured
         self.crawler = crawler
-        self.recrawl = crawler.settings.getbool("FOCUS_RECRAWL")
-        self.corpus = FocusRuntime.of(crawler).config.corpus
+        self.recrawl = config.contract.recrawl is not None
+        self.corpus = config.corpus
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -60,33 +62,26 @@ class CorpusRequeueMiddleware:
         path = self.corpus.corpus_path(spider.name)
         if not (path / "data.mdb").exists():
             return []
-        db = acquire(path, **db_options(self.corpus))
-        try:
-            requests = []
-            for entry in db.released():
-                requests.append(self._request(entry.url, "released", entry.meta.get("depth", 0)))
-            if self.recrawl:
-                now = time.time()
-                for state in db.iter_states():
-                    if (
-                        state.state in (ACCEPTED, UNCHANGED)
-                        and state.next_due is not None
-                        and state.next_due <= now
-                    ):
-                        requests.append(self._request(state.url, "recrawl", 0))
-        finally:
-            release(db)
-        stats = self.crawler.stats
-        for request in requests:
-            stats.inc_value(f"focus/requeue/{request.meta['focus_requeue']}")
+        db = self.runtime.corpus
+        requests = []
+        for entry in db.released():
+            requests.append(self._request(entry.url, "released", entry.meta.get("depth", 0)))
+        if self.recrawl:
+            now = time.time()
+            for state in db.iter_states():
+                if (
+                    state.state in (ACCEPTED, UNCHANGED)
+                    and state.next_due is not None
+                    and state.next_due <= now
+                ):
+                    requests.append(self._request(state.url, "recrawl", 0))
         if requests:
             logger.info("Re-queued %d page(s) from the corpus", len(requests))
         return requests
 
-    @staticmethod
-    def _request(url: str, why: str, depth: int) -> Request:
-        return Request(
-            url,
-            dont_filter=True,
-            meta={"focus_refresh": True, "focus_requeue": why, "depth": depth},
-        )
+    def _request(self, url: str, why: str, depth: int) -> Request:
+        request = Request(url, dont_filter=True, meta={"depth": depth})
+        state = state_of(request)
+        state.refresh = state.requeue = True
+        self.crawler.stats.inc_value(f"focus/requeue/{why}")
+        return request

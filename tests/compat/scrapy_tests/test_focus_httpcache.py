@@ -36,14 +36,14 @@ class LmdbStorageTestMixin(StorageTestMixin):
         db = storage.db
         version = db.latest_version(storage._fingerprinter.fingerprint(request))
         with db.env.begin(write=True) as txn:
-            assert txn.delete(bytes.fromhex(version.body_hash), db=db._dbs[b"bodies"])
+            assert txn.delete(bytes.fromhex(version.body_hash), db=db.environment.tables[b"bodies"])
 
     def _downgrade_cache_entry(self, storage, spider, request) -> None:
         """Rewrite the latest version record as scrapy-focus 0.1 wrote it: no attributes."""
         db = storage.db
         fingerprint = storage._fingerprinter.fingerprint(request)
         with db.env.begin(write=True) as txn:
-            versions = db._dbs[b"versions"]
+            versions = db.environment.tables[b"versions"]
             with txn.cursor(db=versions) as cursor:
                 assert cursor.set_range(fingerprint)
                 key = bytes(cursor.key())
