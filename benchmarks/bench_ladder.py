@@ -89,6 +89,7 @@ from harness.crawl import (
 from harness.machine import load_text, machine
 from harness.processes import TreeSampler, all_stats, descendants, proc_stat
 from harness.provenance import git_commit
+from scrapy_focus.state import peek
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 TAG = "FOCUS_BENCH_LADDER_TAG"
@@ -215,13 +216,13 @@ class TraceLog:
         self.first_sent.setdefault(request.url, time.time())
 
     def received(self, response: Any, request: Any, spider: Any = None) -> None:
-        meta = request.meta
+        state = peek(request)
         line = {
             "url": request.url,
             "status": response.status,
-            "engine": meta.get("focus_engine") or "http",
-            "start": meta.get("focus_start_reason"),
-            "trace": meta.get("focus_trace", []),
+            "engine": (state.engine if state is not None else None) or "http",
+            "start": state.start_reason if state is not None else None,
+            "trace": state.trace() if state is not None else [],
             "cached": "cached" in response.flags,
             "sent": self.first_sent.get(request.url),
             "at": time.time(),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import lmdb
 
@@ -202,13 +202,3 @@ class CorpusDB:
             )
 
         return self.environment.read(work)
-
-
-def acquire(path: str | Path, **options: Any) -> CorpusDB:
-    """A handle of the corpus at *path*, ``CorpusDB(path, **options)``, for a
-    component outside a crawl's runtime; close it with :func:`release`."""
-    return CorpusDB(path, **options)
-
-
-def release(db: CorpusDB) -> None:
-    db.close()

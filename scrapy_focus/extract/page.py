@@ -29,7 +29,8 @@ from scrapy_focus.text import decode
 
 @dataclass(frozen=True)
 class Extraction:
-    """The result of extracting one page; travels in ``response.meta["focus_extraction"]``."""
+    """The result of extracting one page; travels in the request's state
+    (``response.meta["focus"].extraction``)."""
 
     url: str
     text: str = ""  # main content, plain text
