@@ -1,0 +1,99 @@
+"""One config read once, one runtime per crawler, one request state per request."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import pytest
+from scrapy import Request
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from scrapy_focus.config import FocusConfig
+from scrapy_focus.frontier.politeness import Politeness
+from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.state import FocusState, LinkContext, peek, state_of
+
+ADDON = {"scrapy_focus.Addon": 500}
+
+
+def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
+    """Settings without the add-on and settings with it read the same: every default
+    comes from scrapy_focus/settings.py, none is repeated where it is read."""
+    bare = FocusConfig.from_settings(Settings())
+    with_addon = FocusConfig.from_settings(get_crawler(settings_dict={"ADDONS": ADDON}).settings)
+    # DOWNLOAD_MAXSIZE is Scrapy's, which the add-on lowers on purpose.
+    assert replace(bare.corpus, max_decoded_size=0) == replace(
+        with_addon.corpus, max_decoded_size=0
+    )
+    assert bare.frontier.max_pages == with_addon.frontier.max_pages == 0
+    assert bare.ladder == with_addon.ladder
+    assert bare.browser.http_handler == with_addon.browser.http_handler
+    assert bare.extract.options == with_addon.extract.options
+    assert bare.contract.rules == with_addon.contract.rules
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("FOCUS_MAX_PAGES", "many"),
+        ("FOCUS_SEED_SCOPE", "planet"),
+        ("FOCUS_DENY", ["(unclosed"]),
+        ("FOCUS_MIN_CONFIDENCE", "high"),
+    ],
+)
+def test_a_bad_value_fails_at_start_up_naming_its_setting(name, value):
+    with pytest.raises(ValueError, match=name):
+        FocusConfig.from_settings(Settings({name: value}))
+
+
+def test_one_runtime_per_crawler():
+    first, second = get_crawler(), get_crawler()
+    assert FocusRuntime.of(first) is FocusRuntime.of(first)
+    assert FocusRuntime.of(first) is not FocusRuntime.of(second)
+    assert FocusRuntime.of(first).politeness is FocusRuntime.of(first).politeness
+    assert FocusRuntime.of(first).politeness is not FocusRuntime.of(second).politeness
+
+
+def test_a_shared_part_can_be_provided_before_use_only():
+    crawler = get_crawler()
+    runtime = FocusRuntime.of(crawler)
+    mine = Politeness(runtime.config.politeness)
+    runtime.provide("politeness", mine)
+    assert FocusRuntime.of(crawler).politeness is mine
+    runtime.model  # noqa: B018 - made on first use
+    with pytest.raises(RuntimeError, match="model"):
+        runtime.provide("model", object())
+
+
+def test_a_request_state_is_made_once_and_carried_by_copies():
+    request = Request("https://example.com/a")
+    assert peek(request) is None
+    state = state_of(request)
+    assert state_of(request) is state
+    state.start("http", "history")
+    copy = request.replace(url="https://example.com/b")  # a redirect, a retry
+    assert peek(copy) is state
+
+
+def test_escalation_forgets_the_last_attempt_outcome_and_keeps_the_trace():
+    state = FocusState(link=LinkContext(url="https://example.com/a", anchor="asyncio"))
+    attempt = state.start("http", "history")
+    attempt.status, attempt.verdict = 200, "shell"
+    state.escalable, state.relevance = True, 0.8
+    state.next_attempt("chromium")
+    assert state.engine == "chromium"
+    assert state.escalable is False and state.relevance is None
+    assert state.extraction is None
+    assert [a["engine"] for a in state.trace()] == ["http"]
+    assert state.link is not None and state.link.anchor == "asyncio"
+
+
+def test_a_state_pickles_as_its_record_and_comes_back():
+    state = FocusState(link=LinkContext(url="https://example.com/a", score=0.5), refresh=True)
+    state.start("http", "probe").verdict = "block"
+    state.next_attempt("stealth")
+    back = pickle.loads(pickle.dumps(state))
+    assert back.to_record() == state.to_record()
+    assert back.link == state.link and back.refresh is True and back.engine == "stealth"
