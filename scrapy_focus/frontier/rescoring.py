@@ -120,15 +120,25 @@ class Rescorer:
         return entry
 
     def rediscovered(
-        self, request: Request, state: FocusState, fingerprint: bytes, host: str, score: float
+        self,
+        request: Request,
+        state: FocusState,
+        fingerprint: bytes,
+        host: str,
+        score_of: Callable[[], float | None],
     ) -> None:
-        """*request*, a duplicate of a queued page, scores *score* in its context."""
+        """*request*, a duplicate of a queued page, scores ``score_of()`` in its
+        context.  Scored only when the page is still queued: most duplicates are
+        links to pages fetched already, and scoring a link is the costly part."""
         store = self.store
         old_key = store.pending_key(fingerprint)
         if old_key is None:
             return  # fetched already, or taken
         _, old_priority, old_score, _ = decode_key(old_key)
-        if request.priority != old_priority or score <= old_score:
+        if request.priority != old_priority:
+            return
+        score = score_of()
+        if score is None or score <= old_score:
             return
         state.link.score = score  # type: ignore[union-attr]  # a link found on a page
         payload = self.codec.encode(request, fingerprint)

@@ -30,6 +30,7 @@ the store cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -263,10 +264,8 @@ class FocusScheduler(BaseScheduler):
             return
         if self.scope.rejection(request.url, request.meta.get("depth", 0)) is not None:
             return  # this way to the page is out of scope (too deep): it keeps the other
-        score = link_score(state, False, self.config, self.model.scorer)
-        if score is not None:
-            host = queue_host(request.url)
-            self.rescorer.rediscovered(request, state, fingerprint, host, score)
+        score_of = functools.partial(link_score, state, False, self.config, self.model.scorer)
+        self.rescorer.rediscovered(request, state, fingerprint, queue_host(request.url), score_of)
 
     # -- dequeue
 
