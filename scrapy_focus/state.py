@@ -233,14 +233,17 @@ class FocusState:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> FocusState:
+        """The state of *record*, read as data: what is not of the expected shape
+        (a damaged corpus, a JOBDIR written by someone else) is left out."""
         link = record.get("link")
+        if not (isinstance(link, Mapping) and isinstance(link.get("url"), str)):
+            link = None
+        trace = record.get("trace")
+        attempts = [a for a in trace if _is_attempt(a)] if isinstance(trace, list) else []
         state = cls(
-            link=LinkContext.from_record(link) if isinstance(link, Mapping) else None,
+            link=LinkContext.from_record(link) if link is not None else None,
             start_reason=record.get("start_reason"),
-            attempts=[
-                Attempt.from_record(a)
-                for a in (*(record.get("trace") or ()), *_listed(record.get("pending")))
-            ],
+            attempts=[Attempt.from_record(a) for a in (*attempts, *_listed(record.get("pending")))],
             example=bool(record.get("example")),
             refresh=bool(record.get("refresh")),
             requeue=bool(record.get("requeue")),
@@ -260,8 +263,12 @@ def _pending(attempts: list[Attempt]) -> dict[str, Any] | None:
     return None
 
 
+def _is_attempt(record: Any) -> bool:
+    return isinstance(record, Mapping) and isinstance(record.get("engine"), str)
+
+
 def _listed(record: Any) -> tuple[Mapping[str, Any], ...]:
-    return (record,) if isinstance(record, Mapping) else ()
+    return (record,) if _is_attempt(record) else ()
 
 
 def _from_record(record: Mapping[str, Any]) -> FocusState:

@@ -97,3 +97,17 @@ def test_a_state_pickles_as_its_record_and_comes_back():
     back = pickle.loads(pickle.dumps(state))
     assert back.to_record() == state.to_record()
     assert back.link == state.link and back.refresh is True and back.engine == "stealth"
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"trace": "abc", "link": "https://example.com/"},
+        {"trace": [1, None, {"verdict": "block"}], "pending": ["chromium"], "link": {"anchor": 1}},
+        {"link": {"url": 5}, "trace": {"engine": "http"}},
+    ],
+)
+def test_a_damaged_record_reads_back_as_what_it_holds(record):
+    """A stored record is data: what is not of its shape is left out, never an error."""
+    state = FocusState.from_record(record)
+    assert state.attempts == [] and state.link is None
