@@ -19,12 +19,14 @@ The contract:
 
 from __future__ import annotations
 
+import logging
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
 from scrapy_focus.config import FocusConfig
+from scrapy_focus.engines.headers import awaited
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters
     from scrapy_focus.signals import PageOutputs
+
+logger = logging.getLogger(__name__)
 
 _ATTRIBUTE = "focus_runtime"
 
@@ -180,6 +184,7 @@ class FocusRuntime:
     async def _on_engine_stopped(self) -> None:
         closers, self._closers = self._closers[::-1], []
         for closer in closers:
-            result = closer()
-            if hasattr(result, "__await__"):
-                await result
+            try:
+                await awaited(closer())
+            except Exception:  # one part failing to close must not keep the others open
+                logger.exception("Closing a part of the crawl failed: %r", closer)

@@ -330,7 +330,7 @@ def _ladder(read: _Reader) -> LadderConfig:
 def _browser(read: _Reader) -> BrowserConfig:
     settings = read.settings
     return BrowserConfig(
-        http_handler=read("FOCUS_HTTP_HANDLER"),
+        http_handler=read("FOCUS_HTTP_HANDLER") or defaults.FOCUS_HTTP_HANDLER,
         chromium_executable=read.optional_str("FOCUS_CHROMIUM_EXECUTABLE"),
         chromium_sandbox=read("FOCUS_CHROMIUM_SANDBOX"),
         stealth_browser=read("FOCUS_STEALTH_BROWSER"),

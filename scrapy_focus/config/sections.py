@@ -151,7 +151,7 @@ class LadderConfig:
 class BrowserConfig:
     """The browser engines (:mod:`scrapy_focus.engines`)."""
 
-    http_handler: str  # the handler of the "http" engine; empty: Scrapy's
+    http_handler: str  # the download handler of the "http" engine (a dotted path)
     chromium_executable: str | None
     chromium_sandbox: bool
     stealth_browser: str

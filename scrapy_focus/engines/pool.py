@@ -55,8 +55,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HTTP_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
-
 
 class BrowserPool:
     """The crawl's engine handlers, browser contexts and idle pages (see the
@@ -68,7 +66,7 @@ class BrowserPool:
         self.crawler = crawler
         self.info = engines
         self.handlers: dict[str, Any] = {
-            "http": build_from_crawler(load_object(config.http_handler or HTTP_HANDLER), crawler)
+            "http": build_from_crawler(load_object(config.http_handler), crawler)
         }
         self._lock: Any = None
         self.users = 0  # download handlers using the pool: the last closes it

@@ -24,6 +24,7 @@ from scrapy_focus.extract import structured
 from scrapy_focus.extract.measures import measure
 from scrapy_focus.extract.metadata import TRAFILATURA_CONFIG, clean_title, page_metadata
 from scrapy_focus.extract.options import ExtractOptions
+from scrapy_focus.extract.structured import element_text
 from scrapy_focus.text import decode
 
 
@@ -137,7 +138,7 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         "elements": elements,
         "truncated": elements > options.max_tree_size,
     }
-    headings = [_text(h) for h in tree.iter("h1", "h2", "h3")][:50]
+    headings = [element_text(h) for h in tree.iter("h1", "h2", "h3")][:50]
     measures = measure(tree)
     fields.update(
         page_text_chars=measures.text,
@@ -238,7 +239,3 @@ def _flatten_code(tree: lxml.html.HtmlElement) -> None:
     inline text (a highlighted ``<pre>`` came out as one line)."""
     for element in [e for e in tree.iter("pre", "code") if len(e)]:
         etree.strip_tags(element, "span")
-
-
-def _text(element: lxml.html.HtmlElement) -> str:
-    return _SPACES.sub(" ", element.text_content()).strip()

@@ -157,11 +157,12 @@ def _property_value(node: lxml.html.HtmlElement) -> str:
     elif tag in _URL_PROPERTY_TAGS:
         value = node.get(_URL_PROPERTY_TAGS[tag], "")
     elif tag in ("time", "data", "meter"):
-        value = node.get("datetime") or node.get("value") or _text(node)
+        value = node.get("datetime") or node.get("value") or element_text(node)
     else:
-        value = _text(node)
+        value = element_text(node)
     return value.strip()[:_MICRODATA_VALUE_CHARS]
 
 
-def _text(element: lxml.html.HtmlElement) -> str:
+def element_text(element: lxml.html.HtmlElement) -> str:
+    """The visible text of *element*, whitespace collapsed."""
     return _SPACES.sub(" ", element.text_content()).strip()
