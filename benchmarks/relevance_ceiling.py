@@ -1,0 +1,309 @@
+"""How far page relevance can go without labels: the harvest suite's pages, replayed.
+
+The harvest benchmark's page-relevance goal (ROC AUC ≥ 0.9 against the suite's
+ground truth, over the pages scrapy-focus fetched) is measured on a crawl's own
+scores.  This script asks why it falls short, on the pages a recorded run of
+``bench_harvest.py`` fetched (its ``--save`` file: ``docs/harvest/crawls.jsonl.gz``),
+without crawling again:
+
+``replayed``            the crawler's scorer (:class:`~scrapy_focus.frontier.terms.Topic`)
+                        replayed in each crawl's fetch order: the same AUC as recorded,
+                        which checks the replay;
+``directory``           each score blended with the mean score of the pages of its URL
+                        directory fetched so far (structure learnt from the crawl);
+``parent``              blended with the best score among fetched pages linking to it;
+``self-trained``        blended with an online logistic regression over URL tokens, trained
+                        every 10 pages on the crawl's own top-scored fifth as positives
+                        (pseudo-labels: no ground truth);
+``with two example pages`` the crawler's scorer given two pages of the section (the first
+                        in key order) as ``FOCUS_TOPIC_EXAMPLES``: what a user's examples buy;
+``supervised (…)``      the ceiling: a logistic regression trained on the *ground truth* of
+                        four fifths of a crawl's pages and scored on the fifth it did not
+                        see (5-fold cross-validation), on page text, URL tokens or both.
+
+The gap between the unsupervised rows and the supervised ones is what no
+label-free scorer of these features closes: the suite's ground truth is each site's
+structure (a toctree, a chapter), and the pages a lexical profile ranks high but the
+structure leaves out (API reference pages of the topic's own functions, sibling
+sections sharing its words) are the errors.  Pure Python; extraction of the pages
+runs on two processes.
+
+Usage::
+
+    .venv/bin/python benchmarks/relevance_ceiling.py [--load docs/harvest/crawls.jsonl.gz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import posixpath
+import random
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_harvest import auc
+from harvest_suite import SITES, TOPICS, _page_links
+from repo_root import REPO
+
+from scrapy_focus.extract.page import extract_page
+from scrapy_focus.frontier.terms import Topic, terms, url_terms
+
+Features = dict[str, float]
+
+
+@dataclass(frozen=True)
+class Doc:
+    key: str
+    relevant: bool
+    recorded: float  # the relevance the crawl recorded
+    title: str
+    headings: tuple[str, ...]
+    text: str
+
+
+def _extract(key: str) -> tuple[str, tuple[str, tuple[str, ...], str] | None]:
+    site, _, path = key.partition("/")
+    file = SITES[site].resolve(path) if site in SITES else None
+    if file is None:
+        return key, None
+    page = extract_page(file.read_bytes(), f"http://{site}/{path}", "text/html")
+    return key, (page.title or "", tuple(page.headings), page.text[:50_000])
+
+
+def load(path: Path) -> list[tuple[str, list[Doc]]]:
+    """The focus crawls of *path*: (topic, its fetched pages in fetch order)."""
+    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as lines:
+        runs = [json.loads(line) for line in lines]
+    runs = [run for run in runs if run["strategy"] == "focus" and run["topic"] in TOPICS]
+    keys = sorted({key for run in runs for key in run["relevance"]})
+    with ProcessPoolExecutor(2) as pool:
+        pages = dict(pool.map(_extract, keys, chunksize=16))
+    out = []
+    for run in runs:
+        relevant = TOPICS[run["topic"]].relevant()
+        docs, seen = [], set()
+        for key in run["fetched"]:
+            page = pages.get(key)
+            if key in seen or key not in run["relevance"] or page is None:
+                continue
+            seen.add(key)
+            docs.append(Doc(key, key in relevant, run["relevance"][key], *page))
+        out.append((run["topic"], docs))
+    return out
+
+
+# -- a small logistic regression over sparse features ----------------------------------
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def train(rows: list[Features], labels: list[bool], epochs: int = 30, l2: float = 1e-3) -> Features:
+    """Weights (``""`` the bias) by stochastic gradient descent, classes balanced."""
+    weights: Features = defaultdict(float)
+    positives = sum(labels) or 1
+    negatives = (len(labels) - positives) or 1
+    order = list(range(len(rows)))
+    rng = random.Random(0)
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        rate = 0.5 / (1 + epoch)
+        for i in order:
+            x, y = rows[i], labels[i]
+            z = weights[""] + sum(weights[f] * v for f, v in x.items())
+            gradient = (_sigmoid(z) - y) * (len(labels) / (2 * (positives if y else negatives)))
+            weights[""] -= rate * gradient
+            for f, v in x.items():
+                weights[f] -= rate * (gradient * v + l2 * weights[f])
+    return weights
+
+
+def predict(weights: Features, x: Features) -> float:
+    return _sigmoid(weights.get("", 0.0) + sum(weights.get(f, 0.0) * v for f, v in x.items()))
+
+
+def tfidf(bags: list[Counter[str]]) -> list[Features]:
+    """L2-normalised, sublinear TF-IDF vectors of *bags* (IDF over *bags*)."""
+    df: Counter[str] = Counter()
+    for bag in bags:
+        df.update(bag.keys())
+    n = len(bags)
+    out = []
+    for bag in bags:
+        vector = {
+            t: (1 + math.log(c)) * (math.log((n + 1) / (df[t] + 1)) + 1) for t, c in bag.items()
+        }
+        norm = math.sqrt(sum(v * v for v in vector.values())) or 1.0
+        out.append({t: v / norm for t, v in vector.items()})
+    return out
+
+
+def text_bag(doc: Doc) -> Counter[str]:
+    return Counter([*terms(doc.title) * 3, *terms(" ".join(doc.headings)) * 2, *terms(doc.text)])
+
+
+def url_bag(doc: Doc) -> Counter[str]:
+    site, _, path = doc.key.partition("/")
+    return Counter(f"u:{t}" for t in url_terms(f"http://{site}/{path}") or ["-"])
+
+
+# -- the scorers ----------------------------------------------------------------------
+
+Scorer = Callable[[str, list[Doc]], list[float]]
+
+
+def replayed(text: str, docs: list[Doc]) -> list[float]:
+    topic = Topic(text)
+    return [topic.page_relevance(d.title, list(d.headings), d.text) for d in docs]
+
+
+def with_examples(text: str, docs: list[Doc], count: int = 2) -> list[float]:
+    """The crawler's scorer given *count* pages of the section as FOCUS_TOPIC_EXAMPLES
+    (the first in key order: no choice of the best ones)."""
+    spec = next(spec for spec in TOPICS.values() if spec.text == text)
+    examples = []
+    for key in sorted(spec.relevant())[:count]:
+        page = _extract(key)[1]
+        if page is not None:
+            examples.append(" ".join([page[0], *page[1], page[2]]))
+    topic = Topic(text, examples)
+    return [topic.page_relevance(d.title, list(d.headings), d.text) for d in docs]
+
+
+def directory(text: str, docs: list[Doc], share: float = 0.5) -> list[float]:
+    scores = replayed(text, docs)
+    by_directory: dict[str, list[float]] = defaultdict(list)
+    out = []
+    for doc, score in zip(docs, scores, strict=True):
+        group = by_directory[posixpath.dirname(doc.key)]
+        group.append(score)
+        out.append((1 - share) * score + share * sum(group) / len(group))
+    return out
+
+
+def parent(text: str, docs: list[Doc], share: float = 0.4) -> list[float]:
+    scores = replayed(text, docs)
+    final: dict[str, float] = {}
+    linked_from: dict[str, list[str]] = defaultdict(list)
+    out = []
+    for doc, score in zip(docs, scores, strict=True):
+        parents = linked_from.get(doc.key)
+        value = (
+            score if not parents else (1 - share) * score + share * max(final[p] for p in parents)
+        )
+        final[doc.key] = value
+        out.append(value)
+        site, _, path = doc.key.partition("/")
+        for link in _page_links(SITES[site], path) if site in SITES else ():
+            linked_from[f"{site}/{link}"].append(doc.key)
+    return out
+
+
+def self_trained(text: str, docs: list[Doc], share: float = 0.7) -> list[float]:
+    scores = replayed(text, docs)
+    rows = tfidf([url_bag(d) for d in docs])
+    out, weights = [], None
+    for i, score in enumerate(scores):
+        if i >= 20 and i % 10 == 0:
+            cut = sorted(scores[:i])[int(0.8 * i)]
+            labels = [s >= cut for s in scores[:i]]
+            weights = train(rows[:i], labels, epochs=10) if 0 < sum(labels) < i else None
+        out.append(
+            score if weights is None else (1 - share) * score + share * predict(weights, rows[i])
+        )
+    return out
+
+
+def supervised(
+    bags: Callable[[Doc], Counter[str]] | tuple[Callable[[Doc], Counter[str]], ...],
+) -> Scorer:
+    makers = bags if isinstance(bags, tuple) else (bags,)
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        parts = [tfidf([make(d) for d in docs]) for make in makers]
+        rows = [{k: v for part in parts for k, v in part[i].items()} for i in range(len(docs))]
+        labels = [d.relevant for d in docs]
+        folds = 5
+        order = list(range(len(docs)))
+        random.Random(0).shuffle(order)
+        out = [0.0] * len(docs)
+        for fold in range(folds):
+            held = set(order[fold::folds])
+            train_rows = [rows[i] for i in order if i not in held]
+            train_labels = [labels[i] for i in order if i not in held]
+            if not 0 < sum(train_labels) < len(train_labels):
+                continue
+            weights = train(train_rows, train_labels)
+            for i in held:
+                out[i] = predict(weights, rows[i])
+        return out
+
+    return score
+
+
+SCORERS: dict[str, Scorer] = {
+    "replayed": replayed,
+    "directory": directory,
+    "parent": parent,
+    "self-trained": self_trained,
+    "with two example pages": with_examples,
+    "supervised (text)": supervised(text_bag),
+    "supervised (URL)": supervised(url_bag),
+    "supervised (text and URL)": supervised((text_bag, url_bag)),
+}
+
+
+def pooled_auc(pairs: Iterable[tuple[float, bool]]) -> float:
+    pairs = list(pairs)
+    return auc([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def report(runs: list[tuple[str, list[Doc]]]) -> list[str]:
+    recorded = pooled_auc((d.recorded, d.relevant) for _, docs in runs for d in docs)
+    lines = [
+        f"{sum(len(d) for _, d in runs)} page reads of {len(runs)} crawls; "
+        f"recorded pooled AUC {recorded:.3f}.",
+        "",
+        "| scorer | labels it learns from | pooled AUC | mean AUC per crawl |",
+        "|---|---|---|---|",
+    ]
+    for name, scorer in SCORERS.items():
+        pairs, per_crawl = [], []
+        for topic, docs in runs:
+            scores = scorer(TOPICS[topic].text, docs)
+            crawl = list(zip(scores, (d.relevant for d in docs), strict=True))
+            pairs += crawl
+            value = pooled_auc(crawl)
+            if not math.isnan(value):
+                per_crawl.append(value)
+        kind = (
+            "ground truth (held out)"
+            if name.startswith("supervised")
+            else "two pages of the section"
+            if name == "with two example pages"
+            else "none"
+        )
+        mean = sum(per_crawl) / len(per_crawl) if per_crawl else math.nan
+        lines.append(f"| {name} | {kind} | {pooled_auc(pairs):.3f} | {mean:.3f} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--load", type=Path, default=REPO / "docs/harvest/crawls.jsonl.gz")
+    args = parser.parse_args(argv)
+    print("\n".join(report(load(args.load))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
