@@ -110,3 +110,22 @@ def test_a_run_reports_every_ordering_and_the_focused_crawl_finds_more(tmp_path)
     assert recall_4r["scrapy-focus"] > recall_4r["breadth-first"] + 0.5
     assert "Page relevance ROC AUC" in text
     assert (tmp_path / "charts" / "asyncio.png").stat().st_size > 1000
+
+
+def test_the_relevance_ceilings_classifier_learns_a_separable_set_and_its_tfidf_is_normalised():
+    from collections import Counter
+
+    from relevance_ceiling import predict, tfidf, train
+
+    bags = [
+        Counter({"a": 2, "x": 1}),
+        Counter({"a": 1}),
+        Counter({"b": 3}),
+        Counter({"b": 1, "x": 1}),
+    ]
+    rows = tfidf(bags)
+    assert all(abs(sum(v * v for v in row.values()) - 1) < 1e-9 for row in rows)
+    weights = train(rows, [True, True, False, False])
+    scores = [predict(weights, row) for row in rows]
+    assert min(scores[:2]) > 0.5 > max(scores[2:])
+    assert auc(scores, [True, True, False, False]) == 1.0
