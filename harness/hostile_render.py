@@ -24,7 +24,7 @@ HYDRATE_OFFSET = 15_000
 ROUTE_OFFSET = 16_000
 TIMER_DELAY = 0.8  # seconds after load before the timer renders the article
 API_DELAY = 0.4  # seconds the article API takes to answer (xhr, route)
-HYDRATE_DELAY = 0.3  # seconds after the first animation frame after load
+HYDRATE_DELAY = 0.5  # seconds after the first animation frame after load
 MOVE_DELAY = 0.3  # /moving/N.html: seconds after load before it navigates
 TICK_MS = 100  # /ticker.html's clock
 
