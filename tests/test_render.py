@@ -16,7 +16,7 @@ from scrapy_focus.engines.render import Reading, decide
 from tests.crawl import CrawlResult, run_crawl
 from tests.test_ladder import CHROMIUM, FIREFOX, SETTINGS
 
-BUDGET = 2.0  # FOCUS_BROWSER_RENDER_WAIT of the crawls: the ticker's wait ends there
+BUDGET = 3.0  # FOCUS_BROWSER_RENDER_WAIT of the crawls: the ticker's wait ends there
 
 #: Both browser engines: one wait, in the handler they share.
 BROWSERS = [
