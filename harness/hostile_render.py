@@ -8,7 +8,8 @@ visible HTML holds none of the article: the text of article N is
 page has loaded.  The ``timer`` site also serves ``/ticker.html`` (its article
 rendered late, then a clock that changes every ``TICK_MS`` for good) and the
 ``route`` site ``/moving/N.html`` (a shell that loads ``/static/N.html``, a
-server-rendered article, ``MOVE_DELAY`` after its own load).
+server-rendered article, or the URL of its ``?to=``, ``MOVE_DELAY`` after its own
+load).
 """
 
 from __future__ import annotations
@@ -154,9 +155,10 @@ class RouteSite(Site):
             return html_page(article_page(ROUTE_OFFSET + n))
         n = number_in(request.path, "/moving/")
         if n is not None:
+            to = json.dumps((request.query.get("to") or [f"/static/{n}.html"])[0])
             return shell(
                 "window.addEventListener('load', function () { setTimeout(function () {"
-                f" location.assign('/static/' + n + '.html'); }}, {int(MOVE_DELAY * 1000)}); }});"
+                f" location.assign({to}); }}, {int(MOVE_DELAY * 1000)}); }});"
             )
         n = number_in(request.path, "/article/")
         if n is None:

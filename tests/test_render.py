@@ -120,7 +120,10 @@ def test_content_that_renders_late_is_waited_for_and_complete_pages_pay_nothing(
     static = hostile.static.url("/articles/1.html")
     ticker = hostile.timer.url("/ticker.html")
     moving = hostile.route.url("/moving/3.html")
-    urls = [*pages, static, ticker, moving]
+    outside = hostile.recorder
+    outside.received.clear()
+    leaving = hostile.route.url(f"/moving/4.html?to={outside.url('/elsewhere.html')}")
+    urls = [*pages, static, ticker, moving, leaving]
     # The hard cap (DOWNLOAD_TIMEOUT, from the download's start) past the budget.
     args = {"user_methods": "1"}
     result = render_crawl(tmp_path, hostile, urls, engine, args, DOWNLOAD_TIMEOUT=15.0)
@@ -147,9 +150,14 @@ def test_content_that_renders_late_is_waited_for_and_complete_pages_pay_nothing(
     last = items[moving]["trace"][-1]
     assert last["render_end"] == "navigation"
     assert article_parts(ROUTE_OFFSET + 3)[1][0][:60] in items[moving]["markdown"]
+    # One that leaves the scope mid-wait: the guard aborts it and the wait ends there;
+    # the download is the redirect the scheduler rejects.
+    assert leaving not in items
+    assert outside.received == []
     stats = result.stats
+    assert stats[f"focus/engine/{engine}/left_scope"] == 1
     assert stats["focus/render/end/stable"] == len(pages)
     assert stats["focus/render/end/complete"] == 1
     assert stats["focus/render/end/budget"] == 1
-    assert stats["focus/render/end/navigation"] == 1
+    assert stats["focus/render/end/navigation"] == 2
     assert stats["focus/render/seconds"] >= BUDGET
