@@ -216,10 +216,14 @@ class RenderWait:
         text: int | None = None
         text_since = 0.0
         while True:
+            now = time.monotonic()
             if self._navigated.is_set() or self.guard.ended:
                 return "navigation"
             try:
-                raw = await page.evaluate(READ)
+                # Bounded: a page whose script never yields never answers.
+                raw = await asyncio.wait_for(page.evaluate(READ), max(POLL, deadline - now))
+            except asyncio.TimeoutError:
+                return "budget"
             except Exception:  # the document went away under the read
                 return "closed" if page.is_closed() else "navigation"
             reading = Reading(**raw) if raw else None
