@@ -98,6 +98,8 @@ def test_a_page_is_stable_once_quiet_for_the_interval_with_nothing_pending() -> 
 def test_without_the_render_wait_the_browser_returns_the_shell(
     hostile: HostileWeb, tmp_path: Path
 ) -> None:
+    """The regression: what the browser engine returned before the render wait (the
+    page as ``load`` left it), as ``"never"`` still does."""
     pages = late_pages(hostile)
     result = render_crawl(tmp_path, hostile, list(pages), "chromium", FOCUS_BROWSER_RENDER="never")
     items = by_url(result)

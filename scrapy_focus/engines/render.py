@@ -4,13 +4,14 @@ The contract:
 
 * a tracker runs in every document of the download's page before the page's own
   scripts (an init script, added once per page by :meth:`RenderWait.init`, the page
-  init callback): it counts ``fetch`` and XMLHttpRequest calls in flight, one-shot
-  timers due within the budget (``setTimeout`` of at most
-  ``FOCUS_BROWSER_RENDER_WAIT``; intervals and longer timers are not waited for),
-  animation frames requested outside an animation frame (a frame loop is not
-  waited for), and content changes after DOMContentLoaded: nodes added or removed
-  outside ``<head>`` (scripts, styles and links aside), text changed, and
-  client-side route changes (``pushState``, ``replaceState``, ``hashchange``);
+  init callback): it counts ``fetch`` (``keepalive`` beacons aside) and
+  XMLHttpRequest calls in flight, one-shot timers due within the budget
+  (``setTimeout`` of at most ``FOCUS_BROWSER_RENDER_WAIT``; intervals and longer
+  timers are not waited for), animation frames requested outside an animation
+  frame (a frame loop is not waited for), and content changes after
+  DOMContentLoaded: nodes added or removed outside ``<head>`` (scripts, styles
+  and links aside), text changed, and client-side route changes (``pushState``,
+  ``replaceState``, ``hashchange``);
 * after ``load`` (:meth:`RenderWait.settle`, a PageMethod after the challenge
   wait and before the user's), :func:`decide`: with ``FOCUS_BROWSER_RENDER``
   ``"auto"``, a page with nothing pending and no content change since
@@ -24,7 +25,9 @@ The contract:
   (``"budget"``).  A main-frame navigation to another document, or an answer the
   download's :class:`~scrapy_focus.engines.guard.DownloadGuard` has decided (a
   navigation out of scope, a redirect, DOWNLOAD_MAXSIZE), ends it
-  (``"navigation"``); a page that closes or crashes, ``"closed"``.
+  (``"navigation"``; after a navigation the guard let through, once the document
+  it led to has loaded, within the same limits); a page that closes or crashes,
+  ``"closed"``.
   ``"never"`` adds neither the tracker nor the wait;
 * the outcome is the attempt's ``render_wait`` (seconds waited) and
   ``render_end`` (:meth:`RenderWait.record`), and the stats
@@ -66,7 +69,9 @@ TRACKER = """(() => {
   const ended = () => { let done = false;
     return () => { if (!done) { done = true; s.inflight--; touch(); } }; };
   if (window.fetch) { const fetch = window.fetch;
-    window.fetch = function () { s.inflight++; touch(); const end = ended();
+    window.fetch = function (input, init) {
+      if (init && init.keepalive) return fetch.apply(this, arguments);  // a beacon
+      s.inflight++; touch(); const end = ended();
       try { const p = fetch.apply(this, arguments); p.then(end, end); return p; }
       catch (e) { end(); throw e; } }; }
   if (window.XMLHttpRequest) { const send = XMLHttpRequest.prototype.send;
