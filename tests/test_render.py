@@ -163,3 +163,13 @@ def test_content_that_renders_late_is_waited_for_and_complete_pages_pay_nothing(
     assert stats["focus/render/end/budget"] == 1
     assert stats["focus/render/end/navigation"] == 2
     assert stats["focus/render/seconds"] >= BUDGET
+
+
+def test_always_waits_until_stable_even_on_a_page_complete_at_load(
+    hostile: HostileWeb, tmp_path: Path
+) -> None:
+    static = hostile.static.url("/articles/2.html")
+    result = render_crawl(tmp_path, hostile, [static], "chromium", FOCUS_BROWSER_RENDER="always")
+    last = by_url(result)[static]["trace"][-1]
+    assert last["render_end"] == "stable"
+    assert 0 < last["render_wait"] < BUDGET
