@@ -33,6 +33,10 @@ name for DomainHistory, the circuit breaker and politeness:
 ``crawldelay``  robots.txt asks for a Crawl-delay of years
 ``robots``      robots.txt disallows ``/private/``
 ``retryforever`` 503 with a Retry-After of years
+``timer``       an app shell; a timer renders the article after ``load``; ``/ticker.html``
+``xhr``         an app shell rendering the article it fetches (``fetch``, XHR), late
+``hydrate``     the article in an inline JSON state blob, rendered in a later task
+``route``       ``pushState`` to a client-side route, then the article from the API
 ==============  =============================================================
 
 Every site also serves ``/hub?to=PATH&to=PATH...``, a page linking to those
@@ -42,7 +46,8 @@ Every site logs each hit (time, path, user agent, status it answered) in ``hits`
 The sites are built in harness.hostile_base (the :class:`Site` every one is) and
 defined in harness.hostile_engines (the ladder's cases, ``static`` to ``fixable``),
 harness.hostile_limits (``encodings``, ``payloads`` to ``retryforever``) and
-harness.hostile_browser (``escape``, ``recorder``); this module starts them, each
+harness.hostile_browser (``escape``, ``recorder``) and harness.hostile_render
+(``timer`` to ``route``); this module starts them, each
 on its own address, and exports what tests and benchmarks use.
 
 Run it alone to look at it in a browser::
@@ -127,6 +132,7 @@ from harness.hostile_limits import (
     TrapSite,
     encoding_pages,
 )
+from harness.hostile_render import HydrateSite, RouteSite, TimerSite, XhrSite
 
 # The sites and their knobs, for the tests and benchmarks that import them from here.
 __all__ = [
@@ -169,6 +175,7 @@ __all__ = [
     "Hit",
     "HostileWeb",
     "HugeSite",
+    "HydrateSite",
     "JsonLdSite",
     "LinkFloodSite",
     "NextSite",
@@ -178,14 +185,17 @@ __all__ = [
     "RecorderSite",
     "RetryForeverSite",
     "RobotsSite",
+    "RouteSite",
     "SecretSite",
     "Site",
     "SlowSite",
     "SpaSite",
     "StaticSite",
     "ThrottleSite",
+    "TimerSite",
     "TrapSite",
     "UserAgentSite",
+    "XhrSite",
     "article_page",
     "article_parts",
     "encoding_pages",
@@ -225,6 +235,10 @@ SITES: list[Callable[[str], Site]] = [
     RetryForeverSite,
     EscapeSite,
     RecorderSite,
+    TimerSite,
+    XhrSite,
+    HydrateSite,
+    RouteSite,
 ]
 
 

@@ -242,6 +242,17 @@ FOCUS_BROWSER_REUSE_PAGES = True  # a page that answered serves the next downloa
 #: Seconds a browser engine gives a JavaScript challenge (a 403/429/503 page
 #: with scripts) to clear itself and reload; 0: take the first answer.
 FOCUS_BROWSER_CHALLENGE_WAIT = 10.0
+#: The render wait: a browser download returns once the page's content is there,
+#: not at ``load`` (docs/engines.md, "Render completion").  "auto": a page with
+#: nothing pending (fetch/XHR, short timers, animation frames) and no content change
+#: since DOMContentLoaded returns at once, any other waits until it is stable;
+#: "always": every page waits until stable; "never": the page as ``load`` left it.
+FOCUS_BROWSER_RENDER = "auto"
+#: Seconds a page may take to become stable after ``load`` (never past the
+#: navigation timeout or the request's download_timeout).
+FOCUS_BROWSER_RENDER_WAIT = 5.0
+#: Seconds without a content change and with nothing pending that make a page stable.
+FOCUS_BROWSER_RENDER_QUIET = 0.5
 #: DomainHistory: where a domain's requests start, learnt from what worked.
 #: False: every request starts on the first engine of FOCUS_ENGINES (unless
 #: FOCUS_ENGINE_DOMAINS or the request's meta says otherwise) and nothing is

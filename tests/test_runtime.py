@@ -30,6 +30,9 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     assert bare.frontier.max_pages == with_addon.frontier.max_pages == 0
     assert bare.ladder == with_addon.ladder
     assert bare.browser.http_handler == with_addon.browser.http_handler
+    render = ("render", "render_wait", "render_quiet")
+    assert [getattr(bare.browser, name) for name in render] == ["auto", 5.0, 0.5]
+    assert [getattr(with_addon.browser, name) for name in render] == ["auto", 5.0, 0.5]
     assert bare.extract.options == with_addon.extract.options
     assert bare.contract.rules == with_addon.contract.rules
 
@@ -41,6 +44,8 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
         ("FOCUS_SEED_SCOPE", "planet"),
         ("FOCUS_DENY", ["(unclosed"]),
         ("FOCUS_MIN_CONFIDENCE", "high"),
+        ("FOCUS_BROWSER_RENDER", "sometimes"),
+        ("FOCUS_BROWSER_RENDER_WAIT", "long"),
     ],
 )
 def test_a_bad_value_fails_at_start_up_naming_its_setting(name, value):

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 SEED_SCOPES = ("host", "domain", "any")
+RENDER_MODES = ("auto", "always", "never")  # FOCUS_BROWSER_RENDER
 # Scrapy's own queue settings, which the frontier replaces (said at start-up when set).
 QUEUE_SETTINGS = (
     "SCHEDULER_PRIORITY_QUEUE",
@@ -344,4 +345,16 @@ def _browser(read: _Reader) -> BrowserConfig:
         challenge_wait=read("FOCUS_BROWSER_CHALLENGE_WAIT"),
         download_maxsize=settings.getint("DOWNLOAD_MAXSIZE"),
         download_warnsize=settings.getint("DOWNLOAD_WARNSIZE"),
+        render=_render_mode(read("FOCUS_BROWSER_RENDER")),
+        render_wait=max(0.0, read("FOCUS_BROWSER_RENDER_WAIT")),
+        render_quiet=max(0.0, read("FOCUS_BROWSER_RENDER_QUIET")),
     )
+
+
+def _render_mode(value: Any) -> str:
+    mode = str(value).strip().lower()
+    if mode not in RENDER_MODES:
+        raise ValueError(
+            f"FOCUS_BROWSER_RENDER must be one of {', '.join(RENDER_MODES)}, not {value!r}"
+        )
+    return mode

@@ -165,3 +165,6 @@ class BrowserConfig:
     challenge_wait: float
     download_maxsize: int
     download_warnsize: int
+    render: str  # "auto" | "always" | "never": the render wait (engines/render.py)
+    render_wait: float  # seconds, per page
+    render_quiet: float  # seconds without change that make a page stable

@@ -37,6 +37,7 @@ from scrapy_focus.engines.discovery import EngineError
 from scrapy_focus.engines.guard import DownloadGuard, SizeLimit, crawl_rejection
 from scrapy_focus.engines.headers import awaited
 from scrapy_focus.engines.playwright_meta import USER_BROWSER, USER_PAGE_KEYS, DownloadMeta
+from scrapy_focus.engines.render import RenderWait
 from scrapy_focus.engines.waits import ChallengeWait
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import peek
@@ -180,6 +181,12 @@ class FocusDownloadHandler:
         download."""
         spider = spider or self.crawler.spider
         guard = self._guard(engine, request, spider)
+        render = self._render_wait(guard, request) if watch else None
+        if render is not None:
+            meta.set("playwright_page_init_callback", render.init)
+            meta.set(
+                "playwright_page_methods", render.page_methods(meta.get("playwright_page_methods"))
+            )
         wait = None
         if self.config.challenge_wait > 0 and watch:
             wait = ChallengeWait(
@@ -201,12 +208,35 @@ class FocusDownloadHandler:
             guard.detach()
             if wait is not None:
                 wait.detach()
+            if render is not None:
+                render.record(state.attempt if state is not None else None, self.stats)
         if not guard.ended and wait is not None:
             passed = wait.final_response(response)
             if passed is not None:
                 self.stats.inc_value(f"focus/engine/{engine}/challenge_passed")
                 response = passed
         return guard.outcome(response)
+
+    def _render_wait(self, guard: DownloadGuard, request: Request) -> RenderWait | None:
+        """The render wait of a download (the challenge wait's, then the user's
+        init callback and PageMethods after it), or None with FOCUS_BROWSER_RENDER
+        "never"."""
+        config = self.config
+        if config.render == "never":
+            return None
+        cap = config.navigation_timeout
+        timeout = request.meta.get("download_timeout")
+        if timeout:
+            cap = min(cap, float(timeout))
+        return RenderWait(
+            guard,
+            config.render,
+            config.render_wait,
+            config.render_quiet,
+            cap,
+            self.pool.render_pages,
+            request.meta.get("playwright_page_init_callback"),
+        )
 
     def _guard(self, engine: str, request: Request, spider: Any) -> DownloadGuard:
         depth = request.meta.get("depth", 0)

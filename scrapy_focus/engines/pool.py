@@ -32,6 +32,7 @@ import contextlib
 import contextvars
 import importlib.metadata
 import logging
+import weakref
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,7 @@ class BrowserPool:
         self._pages: dict[str, int] = {}  # engine → pages given a context so far
         self._in_use: dict[str, int] = {}  # context name → downloads using it now
         self._idle: dict[str, list[Any]] = {}  # context name → open pages between downloads
+        self.render_pages: weakref.WeakSet[Any] = weakref.WeakSet()  # pages with the render tracker
         self.default_context = user_context_kwargs(crawler.settings)
         # Idle pages close with the spider, so that its final stats count them closed
         # (the handlers, and the browsers, close later, with the engine).
