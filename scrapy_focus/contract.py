@@ -110,10 +110,14 @@ def decide(item: PageItem, rules: ContractRules, accepted_hash: str | None) -> V
 
 
 def _hub(extraction: Extraction, rules: ContractRules) -> bool:
-    """A navigation page: too little text of its own, dozens of links instead
-    (the rule of :func:`scrapy_focus.engines.detect.hub`, on the same measures)."""
-    return len(extraction.text) < rules.min_content_chars and navigation(
-        extraction.content_links, extraction.content_link_text_chars, extraction.content_text_chars
+    """A navigation page: dozens of links, little text of its own (the rule of
+    :func:`scrapy_focus.engines.detect.hub`, on the same measures)."""
+    return navigation(
+        len(extraction.text),
+        extraction.content_links,
+        extraction.content_link_text_chars,
+        extraction.content_text_chars,
+        rules.min_content_chars,
     )
 
 

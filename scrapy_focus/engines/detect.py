@@ -20,7 +20,9 @@ access denials.
 
 A *hub* is a navigation page: little prose of its own, but dozens of links in
 its own area (outside nav/header/footer/aside and landmark roles) whose text is
-most of that area's text, as a table of contents or an index has.  Its content
+most of that area's text, as a table of contents or an index has (judged on the
+page's own measures, so an extractor keeping the list as main text or dropping
+it changes nothing).  Its content
 is its links: it is final on the engine that fetched it.  Links in the chrome do
 not count, so an application shell with a server-rendered menu is not a hub.
 """
@@ -80,6 +82,10 @@ HUB_MIN_LINKS = 20
 #: ... and the text of those links is at least this share of the visible text of
 #: its own area (the rest: a title, an introduction of a sentence or two).
 HUB_LINK_SHARE = 0.5
+#: ... and its own area's text outside those links (a title and a sentence or two)
+#: is at most this long, or its extracted main text is thin: whether an extractor
+#: keeps a list of links as the main text or drops it, a hub stays a hub.
+HUB_MAX_PROSE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ class Page:
     # The links of the page's own area (outside the chrome), when it was extracted.
     content_links: int = 0  # links with text
     content_link_chars: int = 0  # their text
-    content_chars: int = 0  # all visible text outside the chrome
+    content_chars: int | None = None  # all visible text outside the chrome
 
 
 @dataclass(frozen=True)
@@ -278,31 +284,50 @@ def spa_shell(page: Page, max_visible_chars: int = 200) -> bool:
 
 
 def thin(page: Page, min_content_chars: int, other_browser_next: bool = False) -> bool:
-    """Extracted main text below the minimum, on a page where another engine could
-    help: one that runs scripts, or, when *other_browser_next*, another browser
-    (a server may answer each browser differently).  A static page without
-    scripts is as thin in a browser as it was over HTTP."""
+    """Extracted main text below the minimum, or visible text outside the chrome
+    below it (a shell's server-rendered menu is not its content, whatever an
+    extractor makes of it), on a page where another engine could help: one that
+    runs scripts, or, when *other_browser_next*, another browser (a server may
+    answer each browser differently).  A static page without scripts is as thin
+    in a browser as it was over HTTP."""
     if not page.is_html or page.status != 200 or page.text_chars is None:
         return False
-    if page.text_chars >= min_content_chars:
+    chars = _thin_chars(page)
+    if chars is None or chars >= min_content_chars:
         return False
     return other_browser_next or bool(_SCRIPT.search(page.html))
 
 
-def navigation(links: int, link_chars: int, content_chars: int) -> bool:
-    """Whether a page's own area is made of its links: at least
-    :data:`HUB_MIN_LINKS` of them, their text at least :data:`HUB_LINK_SHARE` of it."""
-    return links >= HUB_MIN_LINKS and link_chars >= HUB_LINK_SHARE * content_chars
+def _thin_chars(page: Page) -> int | None:
+    if page.content_chars is None or page.text_chars is None:
+        return page.text_chars
+    return min(page.text_chars, page.content_chars)
+
+
+def navigation(
+    text_chars: int, links: int, link_chars: int, content_chars: int, min_content_chars: int
+) -> bool:
+    """Whether a page is made of its links: at least :data:`HUB_MIN_LINKS` of them
+    in its own area, their text at least :data:`HUB_LINK_SHARE` of that area's, and
+    little else: the rest under :data:`HUB_MAX_PROSE_CHARS` or the extracted main
+    text (*text_chars*) under *min_content_chars*."""
+    if links < HUB_MIN_LINKS or link_chars < HUB_LINK_SHARE * content_chars:
+        return False
+    return content_chars - link_chars <= HUB_MAX_PROSE_CHARS or text_chars < min_content_chars
 
 
 def hub(page: Page, min_content_chars: int = 100) -> bool:
-    """A navigation page: main text below the minimum, its own area made of links
-    (:func:`navigation`).  Its content is its links: no engine adds to it."""
+    """A navigation page (:func:`navigation`): its content is its links, and no
+    engine adds to it."""
     if not page.is_html or page.status != 200 or page.text_chars is None:
         return False
-    if page.text_chars >= min_content_chars:
-        return False
-    return navigation(page.content_links, page.content_link_chars, page.content_chars)
+    return navigation(
+        page.text_chars,
+        page.content_links,
+        page.content_link_chars,
+        page.content_chars or 0,
+        min_content_chars,
+    )
 
 
 def judge(
@@ -323,7 +348,7 @@ def judge(
     if hub(page, min_content_chars):
         return Verdict("hub", f"hub-{page.content_links}-links")
     if thin(page, min_content_chars, other_browser_next):
-        return Verdict("thin", f"thin-{page.text_chars}-chars")
+        return Verdict("thin", f"thin-{_thin_chars(page)}-chars")
     return OK
 
 
