@@ -13,7 +13,7 @@
             each a title, one sentence of prose and a list of ``toc_pages(K)`` links
             to its guides ``/guide/K/P.html`` (``article_parts(toc_article(K, P))``).
             ``/app/N.html`` is an application shell with a server-rendered ``<nav>``
-            of dozens of links and an empty article its script fills
+            of dozens of links (its routes, ``#/...``) and an empty article its script fills
             (``/static/app/N.js``): not a hub, an SPA (the article is
             ``article_parts(TOC_APP_BASE + N)``).
 """
@@ -200,8 +200,7 @@ def app_shell(n: int) -> str:
 
 def _sidebar_of_many() -> str:
     links = "".join(
-        f"<li><a href='/guide/{k}/{p}.html'>{html.escape(article_parts(toc_article(k, p))[0])}"
-        "</a></li>"
+        f"<li><a href='#/guide/{k}/{p}'>{html.escape(article_parts(toc_article(k, p))[0])}</a></li>"
         for k in (1, 2)
         for p in range(1, 16)
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.hostile import article_page
 from harness.hostile_judge import DENIED_PAGE, UNWORDED_PAGE, app_shell, toc_hub, toc_index
 from scrapy_focus.contract import ContractRules, rejection
@@ -45,6 +47,12 @@ def test_a_table_of_contents_of_dozens_of_links_is_a_hub_and_final():
     verdict = judge(extracted(toc_hub(1)))
     assert verdict.kind == "hub"
     assert not verdict.escalate
+
+
+def test_a_hub_whose_list_the_extractor_dropped_is_a_hub_not_thin():
+    page = replace(extracted(toc_hub(1)), text_chars=80)  # the title and the sentence
+    assert judge(page).kind == "hub"
+    assert judge(page, other_browser_next=True).kind == "hub"
 
 
 def test_the_farm_manuals_hubs_are_hubs_and_its_index_with_prose_is_an_article():
