@@ -21,6 +21,8 @@ name for DomainHistory, the circuit breaker and politeness:
 ``fixable``     blocks non-browser clients until ``fixed`` is set
 ``escape``      pages whose browser goes elsewhere: scripts, 302s, iframes, popups
 ``recorder``    another host that records the headers of every request
+``denied``      a 200 "Access denied" to any Chromium and non-browser; Firefox reads
+``toc``         documentation whose guides are reached through table-of-contents hubs
 ``payloads``    compression bombs (br, gzip, deflate, zstd) and healthy encoded pages
 ``secrets``     pages behind HTTP Basic credentials that set a session cookie
 ``headings``    a page of headings nested in headings, each with a link
@@ -46,8 +48,9 @@ Every site logs each hit (time, path, user agent, status it answered) in ``hits`
 The sites are built in harness.hostile_base (the :class:`Site` every one is) and
 defined in harness.hostile_engines (the ladder's cases, ``static`` to ``fixable``),
 harness.hostile_limits (``encodings``, ``payloads`` to ``retryforever``) and
-harness.hostile_browser (``escape``, ``recorder``) and harness.hostile_render
-(``timer`` to ``route``); this module starts them, each
+harness.hostile_browser (``escape``, ``recorder``), harness.hostile_render
+(``timer`` to ``route``) and harness.hostile_judge (``denied``, ``toc``); this
+module starts them, each
 on its own address, and exports what tests and benchmarks use.
 
 Run it alone to look at it in a browser::
@@ -104,6 +107,7 @@ from harness.hostile_engines import (
     spa_marker,
     ua_rejected,
 )
+from harness.hostile_judge import DeniedSite, TocSite, toc_article, toc_pages
 from harness.hostile_limits import (
     ARCHIVE_DAYS,
     AUTH_PASSWORD,
@@ -166,6 +170,7 @@ __all__ = [
     "ChallengeSite",
     "CrawlDelaySite",
     "CspSite",
+    "DeniedSite",
     "EncodingSite",
     "EscapeSite",
     "FixableSite",
@@ -193,6 +198,7 @@ __all__ = [
     "StaticSite",
     "ThrottleSite",
     "TimerSite",
+    "TocSite",
     "TrapSite",
     "UserAgentSite",
     "XhrSite",
@@ -203,6 +209,8 @@ __all__ = [
     "not_found",
     "number_in",
     "spa_marker",
+    "toc_article",
+    "toc_pages",
     "ua_rejected",
 ]
 
@@ -239,6 +247,8 @@ SITES: list[Callable[[str], Site]] = [
     XhrSite,
     HydrateSite,
     RouteSite,
+    DeniedSite,
+    TocSite,
 ]
 
 

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scrapy_focus import settings as defaults
+from scrapy_focus.engines.detect import navigation
 
 if TYPE_CHECKING:
+    from scrapy_focus.extract.page import Extraction
     from scrapy_focus.items import PageItem
 
 ACCEPTED, UNCHANGED, REJECTED, QUARANTINED = "accepted", "unchanged", "rejected", "quarantined"
@@ -30,6 +32,7 @@ REJECT_REASONS = (
     "http-error",  # a non-2xx answer (404, 500 ...) that reached the pipelines
     "not-html",  # nothing to extract from (binary, JSON, ...)
     "oversized",  # larger than FOCUS_EXTRACT_MAX_BYTES: not extracted
+    "hub",  # a navigation page: its links are followed, it has no content of its own
     "empty",  # an empty body or an empty shell: no main text at all
     "too-short",  # main text below FOCUS_MIN_CONTENT_CHARS
     "low-confidence",  # confidence below FOCUS_MIN_CONFIDENCE
@@ -75,6 +78,8 @@ def rejection(item: PageItem, rules: ContractRules) -> str | None:
     extraction = item.extraction
     if extraction is not None and extraction.skipped in {"oversized", "not-html"}:
         return extraction.skipped
+    if extraction is not None and _hub(extraction, rules):
+        return "hub"
     if extraction is None or not extraction.text.strip():
         return "empty"
     if len(extraction.text) < rules.min_content_chars:
@@ -102,6 +107,18 @@ def decide(item: PageItem, rules: ContractRules, accepted_hash: str | None) -> V
     if accepted_hash is not None and item.content_hash == accepted_hash:
         return Verdict(UNCHANGED)
     return Verdict(ACCEPTED)
+
+
+def _hub(extraction: Extraction, rules: ContractRules) -> bool:
+    """A navigation page: dozens of links, little text of its own (the rule of
+    :func:`scrapy_focus.engines.detect.hub`, on the same measures)."""
+    return navigation(
+        len(extraction.text),
+        extraction.content_links,
+        extraction.content_link_text_chars,
+        extraction.content_text_chars,
+        rules.min_content_chars,
+    )
 
 
 def _missing(item: PageItem, fields: Sequence[str]) -> bool:

@@ -141,6 +141,8 @@ class FocusState:
     guard: Any = field(default=None, repr=False, compare=False)
     #: Whether the link-context middleware scored the page (its relevance may be None).
     scored: bool = False
+    #: Whether the next engine is another browser: then a thin page goes on to it.
+    other_browser_next: bool = False
 
     # -- attempts
 
@@ -177,11 +179,20 @@ class FocusState:
         """A new attempt with *engine*; what belonged to the last one is forgotten."""
         self.attempts.append(Attempt(engine, browser))
         self.escalable = False
+        self.other_browser_next = False
         self.prejudged = None
         self.extracted = Extracted()
         self.relevance = None
         self.scored = False
         return self.attempts[-1]
+
+    @property
+    def hub(self) -> bool:
+        """Whether the response is a navigation page (a table of contents, an
+        index): its verdict was ``hub``.  Its links are its content; it is not
+        re-fetched with a browser and the contract rejects it as ``hub``."""
+        attempt = self.attempt
+        return attempt is not None and attempt.verdict == "hub"
 
     @property
     def extraction(self) -> Extraction | None:

@@ -1,4 +1,4 @@
-"""Is this response real content?  Block, challenge, SPA-shell and thin-content detectors.
+"""Is this response real content?  Block, challenge, denial, SPA-shell, thin and hub detectors.
 
 Pure functions of a :class:`Page` (status, headers, decoded text, extraction
 measures), testable without a crawl.  Vendor markers are matched where they
@@ -11,13 +11,27 @@ Rate limiting and overload are not blocks: a 429, or a 503 that says when to
 come back (``Retry-After``), is *transient*: the host is backed off and the
 request retried on the same engine, since a browser would be throttled just
 the same (a vendor's 429 challenge, e.g. DataDome's, is still a block).
+
+A *denial* is a short page that says, in its title, its top headings or its one
+sentence, that the client may not see the page ("Access denied", "Unsupported
+browser"...): a block whatever its status, since servers that single out one
+browser often answer it 200.  A long page never is one: an article may discuss
+access denials.
+
+A *hub* is a navigation page: little prose of its own, but dozens of links in
+its own area (outside nav/header/footer/aside and landmark roles) whose text is
+most of that area's text, as a table of contents or an index has (judged on the
+page's own measures, so an extractor keeping the list as main text or dropping
+it changes nothing).  Its content
+is its links: it is final on the engine that fetched it.  Links in the chrome do
+not count, so an application shell with a server-rendered menu is not a hub.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from scrapy.http import Response, TextResponse
@@ -41,6 +55,37 @@ _MOUNT = re.compile(
 _NEXT_DATA = re.compile(r"""id\s*=\s*["']__NEXT_DATA__["']""", re.I)
 _TAGS = re.compile(r"<script\b.*?</script>|<style\b.*?</style>|<!--.*?-->|<[^>]+>", re.I | re.S)
 _SPACES = re.compile(r"\s+")
+_HEADING = re.compile(r"<h([12])\b[^>]*>(.*?)</h\1\s*>", re.I | re.S)
+#: How a page says the client may not see it, in the common phrasings.
+_DENIAL = re.compile(
+    r"\b(?:access(?: to this (?:page|site|resource))?(?: (?:is|has been|was))? denied"
+    r"|permission denied|403 forbidden|forbidden \(403\)|error 403"
+    r"|(?:you(?: have|'ve|\u2019ve| are| were)(?: been)?|sorry, you have been) blocked"
+    r"|request(?: (?:was|has been))? (?:blocked|rejected)"
+    r"|unsupported browser|browser(?: is)? (?:not|no longer) supported|browser is unsupported"
+    r"|verify (?:that )?you are (?:a )?human|are you a (?:robot|human)|unusual traffic)\b",
+    re.I,
+)
+#: Words that deny access only when they are all a title or a heading says
+#: ("Forbidden"; "The Forbidden City" is a title like any other).
+_DENIAL_WORDS = frozenset({"forbidden", "blocked", "denied"})
+#: A denial page is short: its visible text is at most this many characters (a
+#: vendor's block page, with its footer, fits; an article does not).
+DENIAL_MAX_CHARS = 1500
+#: A page this short is judged on its whole text; a longer one on its title and
+#: its h1/h2 headings only.
+DENIAL_TEXT_CHARS = 300
+#: A hub links to at least this many pages from its own area: "dozens", as a table
+#: of contents, a section index or a category page does; an article's own links,
+#: even a short one's, are fewer.
+HUB_MIN_LINKS = 20
+#: ... and the text of those links is at least this share of the visible text of
+#: its own area (the rest: a title, an introduction of a sentence or two).
+HUB_LINK_SHARE = 0.5
+#: ... and its own area's text outside those links (a title and a sentence or two)
+#: is at most this long, or its extracted main text is thin: whether an extractor
+#: keeps a list of links as the main text or drops it, a hub stays a hub.
+HUB_MAX_PROSE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -52,11 +97,15 @@ class Page:
     html: str  # decoded by scrapy_focus.text
     text_chars: int | None = None  # extracted main text (None: not extracted)
     is_html: bool = True
+    # The links of the page's own area (outside the chrome), when it was extracted.
+    content_links: int = 0  # links with text
+    content_link_chars: int = 0  # their text
+    content_chars: int | None = None  # all visible text outside the chrome
 
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "ok" | "genuine" | "transient" | "blocked" | "shell" | "thin"
+    kind: str  # "ok" | "genuine" | "transient" | "blocked" | "shell" | "thin" | "hub"
     reason: str = ""
 
     @property
@@ -97,21 +146,38 @@ def visible_text_chars(html: str, limit: int | None = None) -> int:
     With *limit*, the count stops as soon as it exceeds it (and returns a number
     above it): a real page shows its first words within a few kilobytes, and
     counting the rest was most of the detectors' cost on the reactor thread."""
-    body = html[:500_000]
     count = 0
+    # The pieces' own lengths, plus one space between two non-empty pieces.
+    for piece in _text_pieces(html):
+        count += len(piece) + (1 if count else 0)
+        if limit is not None and count > limit:
+            return count
+    return count
+
+
+def visible_text(html: str, limit: int) -> str:
+    """The visible text of *html*, whitespace collapsed, cut after *limit* characters."""
+    pieces: list[str] = []
+    count = 0
+    for piece in _text_pieces(html):
+        pieces.append(piece)
+        count += len(piece) + 1
+        if count > limit:
+            break
+    return " ".join(pieces)[: limit + 1]
+
+
+def _text_pieces(html: str) -> Iterator[str]:
+    """The non-empty runs of text between tags, each run of spaces one space."""
+    body = html[:500_000]
     position = 0
-    # The text between tags, each run of spaces one space: the pieces' own
-    # lengths, plus one space between two non-empty pieces.
     for match in itertools.chain(_TAGS.finditer(body), (None,)):
         end = match.start() if match is not None else len(body)
         piece = _SPACES.sub(" ", body[position:end]).strip()
         if piece:
-            count += len(piece) + (1 if count else 0)
-            if limit is not None and count > limit:
-                return count
+            yield piece
         if match is not None:
             position = match.end()
-    return count
 
 
 def vendor_challenge(page: Page) -> str | None:
@@ -157,6 +223,34 @@ def blocked(page: Page) -> str | None:
         return None
     if page.status in (403, 503) and page.is_html and page.html.strip():
         return f"http-{page.status}-html"
+    phrase = denial(page)
+    if phrase is not None:
+        return "denied-" + "-".join(phrase.lower().split())
+    return None
+
+
+def denial(page: Page) -> str | None:
+    """The phrase by which a short page denies the client access, or None.
+
+    Matched in the title and the h1/h2 headings of a page of at most
+    :data:`DENIAL_MAX_CHARS` visible characters, and in the whole text of one of
+    at most :data:`DENIAL_TEXT_CHARS`.  A redirect's body is not what anyone sees."""
+    if not page.is_html or 300 <= page.status < 400:
+        return None
+    text = visible_text(page.html, DENIAL_MAX_CHARS)
+    if len(text) > DENIAL_MAX_CHARS:
+        return None
+    places = [title_of(page.html)]
+    places += [match.group(2) for match in _HEADING.finditer(page.html[:50_000])]
+    if len(text) <= DENIAL_TEXT_CHARS:
+        places.append(text)
+    for place in places:
+        place = _SPACES.sub(" ", _TAGS.sub(" ", place)).strip()
+        match = _DENIAL.search(place)
+        if match is not None:
+            return match.group(0)
+        if place.strip(" .!:").lower() in _DENIAL_WORDS:
+            return place.strip(" .!:")
     return None
 
 
@@ -189,31 +283,79 @@ def spa_shell(page: Page, max_visible_chars: int = 200) -> bool:
     return bool(_MOUNT.search(page.html)) or bool(_SCRIPT.search(page.html))
 
 
-def thin(page: Page, min_content_chars: int) -> bool:
-    """Extracted main text below the minimum, on a page where a browser could help
-    (it runs scripts).  A static page without scripts is as thin in a browser."""
+def thin(page: Page, min_content_chars: int, other_browser_next: bool = False) -> bool:
+    """Extracted main text below the minimum, or visible text outside the chrome
+    below it (a shell's server-rendered menu is not its content, whatever an
+    extractor makes of it), on a page where another engine could help: one that
+    runs scripts, or, when *other_browser_next*, another browser (a server may
+    answer each browser differently).  A static page without scripts is as thin
+    in a browser as it was over HTTP."""
     if not page.is_html or page.status != 200 or page.text_chars is None:
         return False
-    return page.text_chars < min_content_chars and bool(_SCRIPT.search(page.html))
+    chars = _thin_chars(page)
+    if chars is None or chars >= min_content_chars:
+        return False
+    return other_browser_next or bool(_SCRIPT.search(page.html))
 
 
-def judge(page: Page, min_content_chars: int = 100, prejudged: Verdict | None = None) -> Verdict:
+def _thin_chars(page: Page) -> int | None:
+    if page.content_chars is None or page.text_chars is None:
+        return page.text_chars
+    return min(page.text_chars, page.content_chars)
+
+
+def navigation(
+    text_chars: int, links: int, link_chars: int, content_chars: int, min_content_chars: int
+) -> bool:
+    """Whether a page is made of its links: at least :data:`HUB_MIN_LINKS` of them
+    in its own area, their text at least :data:`HUB_LINK_SHARE` of that area's, and
+    little else: the rest under :data:`HUB_MAX_PROSE_CHARS` or the extracted main
+    text (*text_chars*) under *min_content_chars*."""
+    if links < HUB_MIN_LINKS or link_chars < HUB_LINK_SHARE * content_chars:
+        return False
+    return content_chars - link_chars <= HUB_MAX_PROSE_CHARS or text_chars < min_content_chars
+
+
+def hub(page: Page, min_content_chars: int = 100) -> bool:
+    """A navigation page (:func:`navigation`): its content is its links, and no
+    engine adds to it."""
+    if not page.is_html or page.status != 200 or page.text_chars is None:
+        return False
+    return navigation(
+        page.text_chars,
+        page.content_links,
+        page.content_link_chars,
+        page.content_chars or 0,
+        min_content_chars,
+    )
+
+
+def judge(
+    page: Page,
+    min_content_chars: int = 100,
+    prejudged: Verdict | None = None,
+    other_browser_next: bool = False,
+) -> Verdict:
     """The ladder's one question: is this real content, or should a stronger engine try?
 
     *prejudged* is :func:`prejudge`'s verdict on the same response, when it was
-    already asked (by the extraction middleware): only the thin check is left."""
+    already asked (by the extraction middleware): only the hub and thin checks
+    are left.  *other_browser_next*: the next engine is a browser other than the
+    one that rendered *page* (see :func:`thin`)."""
     verdict = prejudge(page) if prejudged is None else prejudged
     if verdict.kind != "ok":
         return verdict
-    if thin(page, min_content_chars):
-        return Verdict("thin", f"thin-{page.text_chars}-chars")
+    if hub(page, min_content_chars):
+        return Verdict("hub", f"hub-{page.content_links}-links")
+    if thin(page, min_content_chars, other_browser_next):
+        return Verdict("thin", f"thin-{_thin_chars(page)}-chars")
     return OK
 
 
 def prejudge(page: Page) -> Verdict:
-    """Everything :func:`judge` decides without the main text: block, transient,
-    genuine, shell, or ``ok`` so far.  Cheap, so a block page or a shell is known
-    before any extraction is spent on it."""
+    """Everything :func:`judge` decides without the main text: block (a denial
+    included), transient, genuine, shell, or ``ok`` so far.  Cheap, so a block
+    page or a shell is known before any extraction is spent on it."""
     reason = blocked(page)
     if reason is not None:
         return Verdict("blocked", reason)

@@ -7,7 +7,8 @@ request's :class:`~scrapy_focus.state.FocusState`, in three steps at the three
 places where the facts arrive:
 
 1. :meth:`~ResponseJudge.expect` (the engine ladder, when an attempt begins):
-   whether a block or an application shell would be escalated;
+   whether a block or an application shell would be escalated, and whether the
+   next engine is another browser (then a thin page goes on, scripts or not);
 2. :meth:`~ResponseJudge.worth_extracting` (the extraction middleware, before a
    worker is spent): when it would, the page is judged without its main text
    (:func:`~scrapy_focus.engines.detect.prejudge`); a block or a shell is then not
@@ -17,9 +18,9 @@ places where the facts arrive:
    final verdict, with the main text, from the page decoded in step 2 when there
    was one (a body is decoded once).
 
-The state's ``escalable`` and ``prejudged`` fields carry the judgement between the
-steps; nothing else reads or writes them.  A cached response (the corpus's final
-rendition) is never prejudged.
+The state's ``escalable``, ``other_browser_next`` and ``prejudged`` fields carry
+the judgement between the steps; nothing else reads or writes them.  A cached
+response (the corpus's final rendition) is never prejudged.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from scrapy_focus.engines.detect import Verdict, judge, page_of, prejudge
+from scrapy_focus.engines.detect import Page, Verdict, judge, page_of, prejudge
 
 if TYPE_CHECKING:
     from scrapy.http import Response
 
+    from scrapy_focus.extract.page import Extraction
     from scrapy_focus.state import FocusState
 
 
@@ -39,9 +41,11 @@ class ResponseJudge:
     def __init__(self, min_content_chars: int) -> None:
         self.min_content_chars = min_content_chars
 
-    def expect(self, state: FocusState, escalable: bool) -> None:
-        """Step 1: whether a block or a shell of this attempt would be escalated."""
+    def expect(self, state: FocusState, escalable: bool, other_browser_next: bool = False) -> None:
+        """Step 1: whether a block or a shell of this attempt would be escalated,
+        and whether the next engine is a browser other than this attempt's."""
         state.escalable = escalable
+        state.other_browser_next = other_browser_next
         state.prejudged = None
 
     def worth_extracting(self, state: FocusState, response: Response) -> bool:
@@ -61,10 +65,23 @@ class ResponseJudge:
 
     def verdict(self, state: FocusState, response: Response) -> Verdict:
         """Step 3: the final verdict on *response*, with its extracted main text."""
-        extraction = state.extraction
-        text_chars = extraction.text_chars if extraction is not None else None
         prejudged, state.prejudged = state.prejudged, None
         if prejudged is None:
-            return judge(page_of(response, text_chars), self.min_content_chars)
-        page, before = replace(prejudged[0], text_chars=text_chars), prejudged[1]
-        return judge(page, self.min_content_chars, before)
+            page, before = page_of(response), None
+        else:
+            page, before = prejudged
+        page = measured(page, state.extraction)
+        return judge(page, self.min_content_chars, before, state.other_browser_next)
+
+
+def measured(page: Page, extraction: Extraction | None) -> Page:
+    """*page* with what its extraction measured: the main text, the own area's links."""
+    if extraction is None:
+        return replace(page, text_chars=None)
+    return replace(
+        page,
+        text_chars=extraction.text_chars,
+        content_links=extraction.content_links,
+        content_link_chars=extraction.content_link_text_chars,
+        content_chars=extraction.content_text_chars,
+    )

@@ -12,14 +12,17 @@ politeness it limits) are the crawl's :class:`~scrapy_focus.runtime.FocusRuntime
   choice (which now and then probes a cheaper engine), else ``http``.  With
   ``FOCUS_HISTORY_ENABLED = False`` the history is neither read nor written:
   requests start on the first engine of ``FOCUS_ENGINES``;
-* **escalate** (``process_response`` / ``process_exception``): a block or a
-  challenge, an SPA shell, thin content where a browser could help, a network
-  error or a timeout re-issue the request with the next engine, through the
+* **escalate** (``process_response`` / ``process_exception``): a block, a
+  challenge or a denial, an SPA shell, thin content where the next engine could
+  help (the page runs scripts, or the next engine is another browser: a server
+  may answer each browser differently), a network error or a timeout re-issue
+  the request with the next engine, through the
   scheduler (``dont_filter``, same fingerprint, ``state.refresh`` so the corpus
   fetches it anew, and ``state.supersede`` so the corpus keeps only the final
   rendition), its state's next attempt begun with
   :meth:`~scrapy_focus.state.FocusState.next_attempt`.  404/410 and other
-  genuine answers are final; so is the last engine.
+  genuine answers are final; so is a hub (a navigation page: its links are its
+  content, ``state.hub``), and so is the last engine.
   Exceptions raised before the attempt began (robots.txt, ``IgnoreRequest``),
   hosts that do not resolve or refuse connections, and downloads cancelled by
   ``DOWNLOAD_MAXSIZE`` never escalate;
@@ -155,7 +158,8 @@ class EngineLadderMiddleware:
         engine = str(state.engine)
         # Whether a block or a shell would be escalated: then the extraction
         # middleware leaves it unextracted and the verdict comes at once.
-        self.judge.expect(state, self._next_engine(state, engine) is not None)
+        following = self._next_engine(state, engine)
+        self.judge.expect(state, following is not None, self._other_browser(engine, following))
         if self.breaker.state(domain_of(request.url)) == "open":
             # Hold it: back to the frontier, which keeps the domain waiting.
             self.stats.inc_value("focus/breaker/held")
@@ -309,6 +313,14 @@ class EngineLadderMiddleware:
             return None  # the user chose the browser, as with scrapy-playwright alone
         position = self.order.index(engine) if engine in self.order else len(self.order)
         return self.order[position + 1] if position + 1 < len(self.order) else None
+
+    def _other_browser(self, engine: str, following: str | None) -> bool:
+        """Whether *following* is a browser other than *engine*'s: a server may
+        answer each browser differently, so a thin page is worth its try.  From
+        HTTP it is not: there only scripts make a browser's page differ."""
+        if following is None or engine not in self.engines or engine == "http":
+            return False
+        return self._browser(following) != self._browser(engine)
 
     def _refetch(self, state: FocusState) -> None:
         """The next fetch goes to the network, not the corpus, and its answer

@@ -1,8 +1,9 @@
 """Page-level measures for the confidence model: where a page's visible text sits.
 
 :func:`measure` walks the parsed body once and counts visible characters, and
-of those the ones in links, in paragraphs and in navigation chrome, and the
-paragraphs of prose.  A pure function of the tree.
+of those the ones in links, in paragraphs and in navigation chrome, the
+paragraphs of prose, and the links of the page's own area (outside the chrome):
+how many carry text, and how much.  A pure function of the tree.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ class Measures:
     paragraph: int = 0  # of which inside <p>
     boilerplate: int = 0  # of which inside nav/header/footer/aside or a landmark role
     paragraphs: int = 0  # <p> elements with at least PROSE_PARAGRAPH_CHARS
+    content_links: int = 0  # <a> elements with text, outside the chrome
+    content_link: int = 0  # visible characters inside those links
+
+    @property
+    def content(self) -> int:
+        """Visible characters outside the chrome: the page's own area."""
+        return self.text - self.boilerplate
 
 
 def measure(tree: lxml.html.HtmlElement) -> Measures:
@@ -36,14 +44,16 @@ def measure(tree: lxml.html.HtmlElement) -> Measures:
         return measures
     skip = link = para = chrome = 0
     para_chars = 0  # text of the outermost open <p>
+    link_chars = 0  # text of the outermost open <a>
 
     def count(chunk: str | None) -> None:
-        nonlocal para_chars
+        nonlocal para_chars, link_chars
         if skip or not chunk or not (size := len(chunk.strip())):
             return
         measures.text += size
         if link:
             measures.link += size
+            link_chars += size
         if para:
             measures.paragraph += size
             para_chars += size
@@ -65,7 +75,13 @@ def measure(tree: lxml.html.HtmlElement) -> Measures:
             continue
         if tag in _SKIPPED_TAGS:
             skip -= 1
-        link -= tag == "a"
+        if tag == "a":
+            link -= 1
+            if not link:
+                if link_chars and not chrome:
+                    measures.content_links += 1
+                    measures.content_link += link_chars
+                link_chars = 0
         chrome -= is_chrome
         if tag == "p":
             para -= 1

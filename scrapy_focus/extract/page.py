@@ -62,6 +62,10 @@ class Extraction:
     # the confidence model's score (scrapy_focus.extract.confidence), computed by the worker
     # that extracted the page, before FOCUS_MIN_CONTENT_CHARS applies; None: not computed
     confidence: float | None = None
+    # links of the page's own area (outside nav/header/footer/aside and landmarks): a hub's
+    content_links: int = 0  # <a> elements with text
+    content_link_text_chars: int = 0  # their visible text
+    content_text_chars: int = 0  # all visible text outside the chrome
 
     @property
     def text_chars(self) -> int:
@@ -146,6 +150,9 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         paragraphs=measures.paragraphs,
         paragraph_text_chars=measures.paragraph,
         boilerplate_text_chars=measures.boilerplate,
+        content_links=measures.content_links,
+        content_link_text_chars=measures.content_link,
+        content_text_chars=measures.content,
     )
     _flatten_code(tree)
     document = trafilatura.bare_extraction(
