@@ -904,10 +904,11 @@ def report_oracle(variant: Variant) -> list[str]:
     oracle, chromium = figures.get(ORACLE), figures.get(SINGLE_ENGINE_RUNS["chromium"])
     plan = Counter(engine or "none" for engine in variant.choice.values())
     out = [
-        "**Time near the oracle**: the oracle crawl fetched each page once, started on its "
-        "cheapest engine that got its content in always-http, always-chromium or "
-        "always-stealth (`meta['focus_engine']`, no history); a page no engine got was "
-        "fetched with http and counts unusable. Plan: "
+        "**Time near the oracle**: the oracle crawl started each page on its cheapest "
+        "engine that got its content in always-http, always-chromium or always-stealth "
+        "(`meta['focus_engine']`, no history; its attempts/page above say how often a page "
+        "needed more than that one fetch); a page no engine got was fetched with http and "
+        "counts unusable. Plan: "
         + (", ".join(f"{e} {plan[e]}" for e in (*ENGINES, "none") if plan[e]) or "no oracle run")
         + f"; {100 * variant.share:.1f}% of the pages need a browser. s/page: wall time / "
         "pages; x oracle, x always-chromium: the crawl's wall time over theirs.",
