@@ -21,11 +21,11 @@ site of MIX that the hostile web does not serve is left out), and measures:
                          every page starts on http;
    ``ladder+history``    the defaults: DomainHistory learns during the crawl where
                          each domain starts (and probes a cheaper engine 5% of the time);
-   ``oracle``            the ladder as if it knew: each page started on its cheapest
+   ``oracle``            the ladder as if it knew: each page fetched with its cheapest
                          engine that got its content in the three single-engine crawls
-                         of this run (``meta["focus_engine"]``, set by
-                         ``ladder_oracle.PinEngines``; no history), a page no engine got
-                         on http, counted unusable.
+                         of this run, and with that one only (``meta["focus_engine"]``
+                         set and escalations dropped by ``ladder_oracle.PinEngines``; no
+                         history), a page no engine got with http, counted unusable.
 
    Per crawl: the usable-content rate (the page's item holds the article's text, known
    from the site's generator), the share the content contract accepted, mean seconds
@@ -903,12 +903,15 @@ def report_oracle(variant: Variant) -> list[str]:
     figures = variant.figures()
     oracle, chromium = figures.get(ORACLE), figures.get(SINGLE_ENGINE_RUNS["chromium"])
     plan = Counter(engine or "none" for engine in variant.choice.values())
+    stats = next((s.crawl.stats for s in variant.summaries if s.name == ORACLE), {})
+    dropped = stats.get("bench/oracle/escalation_dropped", 0)
     out = [
-        "**Time near the oracle**: the oracle crawl started each page on its cheapest "
+        "**Time near the oracle**: the oracle crawl fetched each page with its cheapest "
         "engine that got its content in always-http, always-chromium or always-stealth "
-        "(`meta['focus_engine']`, no history; its attempts/page above say how often a page "
-        "needed more than that one fetch); a page no engine got was fetched with http and "
-        "counts unusable. Plan: "
+        "(`meta['focus_engine']`, no history), and with that engine only: it dropped the "
+        f"ladder's {dropped} escalations to another engine (retries on the same engine "
+        "went through); a page no engine got was fetched with http and counts unusable. "
+        "Plan: "
         + (", ".join(f"{e} {plan[e]}" for e in (*ENGINES, "none") if plan[e]) or "no oracle run")
         + f"; {100 * variant.share:.1f}% of the pages need a browser. s/page: wall time / "
         "pages; x oracle, x always-chromium: the crawl's wall time over theirs.",

@@ -9,7 +9,8 @@ The contract, in the order the benchmark uses it:
 * :func:`pins`: what the *oracle* crawl fetches each page with: that engine, or
   ``http`` for a page no engine got (it counts unusable whatever the crawl gets:
   :func:`oracle_usable`); :class:`PinEngines` is the downloader middleware that pins
-  them in the crawl, as a spider would, through ``meta["focus_engine"]``;
+  them in the crawl, as a spider would, through ``meta["focus_engine"]``, and keeps
+  the ladder from taking a pinned page to another engine;
 * :func:`browser_share`: the share of pages whose cheapest engine is a browser;
 * :func:`time_goals`: the issue's goals for one farm, from each crawl's
   :class:`Figures` (usable pages, pages, wall time): ladder+history within 1.15x of
@@ -34,7 +35,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+
+from scrapy_focus.state import peek
 
 ENGINES = ("http", "chromium", "stealth")  # ladder order: the cheapest first
 BROWSERS = frozenset(ENGINES[1:])
@@ -83,23 +86,34 @@ def browser_share(choice: Mapping[str, str | None]) -> float:
 class PinEngines:
     """DOWNLOADER_MIDDLEWARES entry of the oracle crawl: a request whose URL is in the
     JSON object of ``BENCH_ORACLE_ENGINES`` (URL → engine) starts on that engine, set
-    in ``meta["focus_engine"]`` before the ladder chooses (a lower order than its)."""
+    in ``meta["focus_engine"]`` before the ladder chooses (a lower order than its), and
+    is fetched with that engine only: the ladder's escalation of it to another engine
+    is dropped (``IgnoreRequest``, which the ladder never escalates; counted in the
+    ``bench/oracle/escalation_dropped`` stat), so a page the oracle knows no engine
+    gets costs one http fetch.  Retries on the same engine go through."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stats: Any = None) -> None:
         with open(path) as plan:
             self.engines: dict[str, str] = json.load(plan)
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> PinEngines:
         path = crawler.settings.get("BENCH_ORACLE_ENGINES")
         if not path:
             raise NotConfigured
-        return cls(path)
+        return cls(path, crawler.stats)
 
     def process_request(self, request: Any, spider: Any = None) -> None:
         engine = self.engines.get(request.url)
-        if engine is not None:
-            request.meta.setdefault("focus_engine", engine)
+        if engine is None:
+            return
+        state = peek(request)
+        if state is not None and state.engine is not None and state.engine != engine:
+            if self.stats is not None:
+                self.stats.inc_value("bench/oracle/escalation_dropped")
+            raise IgnoreRequest(f"the oracle fetches {request.url} with {engine} only")
+        request.meta.setdefault("focus_engine", engine)
 
 
 # -- time near the oracle ----------------------------------------------------------------

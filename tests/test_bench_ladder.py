@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -29,6 +30,7 @@ from ladder_oracle import (  # noqa: E402
 )
 
 import harness.hostile as hostile  # noqa: E402
+from scrapy_focus.state import state_of  # noqa: E402
 
 
 def test_each_page_gets_the_cheapest_engine_that_got_its_content():
@@ -66,6 +68,20 @@ def test_pin_engines_sets_the_start_engine_of_planned_pages_only(tmp_path):
     assert planned.meta["focus_engine"] == "stealth"
     assert "focus_engine" not in other.meta
     assert chosen.meta["focus_engine"] == "http"  # what the spider set wins
+
+
+def test_pin_engines_drops_an_escalation_to_another_engine_and_lets_retries_through(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"http://a/1": "http"}))
+    pin = PinEngines(str(plan))
+    escalated, retried = Request("http://a/1"), Request("http://a/1")
+    state_of(escalated).start("http", "meta")
+    state_of(escalated).next_attempt("chromium")
+    state_of(retried).start("http", "meta")
+    with pytest.raises(IgnoreRequest):
+        pin.process_request(escalated)
+    pin.process_request(retried)
+    assert retried.meta["focus_engine"] == "http"
 
 
 def test_ratios_are_wall_times_over_the_base():
