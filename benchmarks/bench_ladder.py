@@ -1,32 +1,48 @@
-"""Engine ladder benchmark: always-http, always-chromium and the ladder, side by side.
+"""Engine ladder benchmark: single-engine crawls, the ladder and its oracle, side by side.
 
-One run serves the hostile web of the tests (``harness/hostile.py``: thirteen
-sites, each on its own loopback address) with a realistic mix of pages (mostly
-server-rendered sites, then an SPA, a JavaScript challenge, a site that lets
-only browsers in and one that turns headless Chromium away), and measures:
+One run serves the hostile web of the tests (``harness/hostile.py``, each site on
+its own loopback address) with a realistic mix of pages (mostly server-rendered
+sites, then an SPA, a JavaScript challenge, sites whose content renders after
+``load`` (a timer, a ``fetch``, hydration from inline JSON, a client-side route),
+a site that lets only browsers in and two that turn headless Chromium away; a
+site of MIX that the hostile web does not serve is left out), and measures:
 
-1. **The mixed farm**, crawled four times with ``scrapy focus-crawl``, each crawl
+1. **The mixed farm**, crawled six times with ``scrapy focus-crawl``, each crawl
    in a fresh directory (its own corpus), from one index page per site:
 
    ``always-http``       ``FOCUS_ENGINES=http`` (the ladder is off; 429 and 5xx answers
                          are not stored, so that retries reach the site);
    ``always-chromium``   every site mapped to chromium (``FOCUS_ENGINE_DOMAINS``),
                          chromium the last rung: every page in Chromium, no fallback
-                         (and no circuit breaker: it would hold the site that turns
+                         (and no circuit breaker: it would hold the sites that turn
                          Chromium away for longer and longer);
+   ``always-stealth``    the same with stealth: every page in the stealth browser;
    ``ladder``            http → chromium → stealth, ``FOCUS_HISTORY_ENABLED=False``:
                          every page starts on http;
    ``ladder+history``    the defaults: DomainHistory learns during the crawl where
-                         each domain starts (and probes a cheaper engine 5% of the time).
+                         each domain starts (and probes a cheaper engine 5% of the time);
+   ``oracle``            the ladder as if it knew: each page fetched with its cheapest
+                         engine that got its content in the three single-engine crawls
+                         of this run, and with that one only (``meta["focus_engine"]``
+                         set and escalations dropped by ``ladder_oracle.PinEngines``; no
+                         history), a page no engine got with http, counted unusable.
 
    Per crawl: the usable-content rate (the page's item holds the article's text, known
    from the site's generator), the share the content contract accepted, mean seconds
-   per page (the crawl process's wall time / pages of the mix), CPU seconds per page
-   (the crawl, its extraction workers, browsers and drivers, each process counted
-   once: harness.processes), attempts per page, and wasted attempts: escalations a
-   better start would have avoided (the attempts of a page's ladder trace that
-   escalated to the engine that finally served it), per page, over the pages after
-   the first 20 of each domain (in the order they were first sent to the downloader).
+   per page (the crawl process's wall time / pages of the mix), its wall time over the
+   oracle's and over always-chromium's, CPU seconds per page (the crawl, its
+   extraction workers, browsers and drivers, each process counted once:
+   harness.processes), attempts per page, and wasted attempts: escalations a better
+   start would have avoided (the attempts of a page's ladder trace that escalated to
+   the engine that finally served it), per page, over the pages after the first 20
+   of each domain (in the order they were first sent to the downloader).  Per crawl
+   with a browser, the render-wait distribution: p50 and p95 of the seconds each
+   browser attempt waited for its content (the trace's ``render_wait``), on the
+   pages of the late-rendering sites and on the others, and why the waits ended
+   (``render_end``).  ``--static-pages 200,2000`` crawls the farm once per count of
+   static pages: the goals hold per farm (ladder_oracle.time_goals: ladder+history
+   within 1.15x of the oracle's wall time, and within 1/3 of always-chromium's where
+   at most 15% of the pages need a browser; usable ≥ 97% and ≥ always-chromium's).
 2. **Memory over a long browser crawl**: ``--rss-pages`` pages (2,000) of the static
    site, all in Chromium, sampling the memory of every process the crawl started
    (the crawl, extraction workers, Playwright's driver, Chromium's processes: found by
@@ -40,16 +56,17 @@ exited is reported as left over (and killed).
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_ladder.py [--scale 1.0] [--static-pages 200]
+    .venv/bin/python benchmarks/bench_ladder.py [--scale 1.0] [--static-pages 200[,2000]]
         [--rss-pages 2000]
-        [--runs always-http,always-chromium,ladder,ladder+history]
+        [--runs always-http,always-chromium,always-stealth,ladder,ladder+history,oracle]
         [--skip-mix] [--skip-rss] [--out FILE.md] [--workdir DIR] [--keep]
 
-The default run needs about 9 CPU minutes (crawls, browsers and extraction
-workers): 5-10 minutes of wall time on two free CPUs, 20 on two CPUs shared with
-other jobs at a load average of 19.  ``--scale 0.3 --rss-pages 300`` is a quick
-look; ``--skip-mix`` and ``--skip-rss`` run one part.  Needs Debian's ``chromium`` and
-``firefox-esr`` (``--chromium`` / ``--firefox`` to point elsewhere).
+The oracle run needs the three single-engine runs before it in ``--runs``.  The
+always-stealth crawl, every page in Firefox, is the longest of the default run;
+each further ``--static-pages`` count adds its six crawls of a larger farm.
+``--scale 0.3 --rss-pages 300`` is a quick look; ``--skip-mix`` and ``--skip-rss``
+run one part.  Needs Debian's ``chromium`` and ``firefox-esr`` (``--chromium`` /
+``--firefox`` to point elsewhere).
 """
 
 from __future__ import annotations
@@ -73,6 +90,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ladder_oracle import (
+    ORACLE,
+    SINGLE_ENGINE_RUNS,
+    Figures,
+    browser_share,
+    cheapest_engines,
+    oracle_usable,
+    percentile,
+    pins,
+    ratio,
+    render_waits,
+    time_goals,
+)
 from repo_root import REPO
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -95,8 +125,9 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 TAG = "FOCUS_BENCH_LADDER_TAG"
 ESCALATING = frozenset({"blocked", "shell", "thin", "error"})
 ENGINES = ("http", "chromium", "stealth")
-RUNS = ("always-http", "always-chromium", "ladder", "ladder+history")
+RUNS = ("always-http", "always-chromium", "always-stealth", "ladder", "ladder+history", ORACLE)
 TRANSIENT_CODES = "429,500,502,503,504"  # -s HTTPCACHE_IGNORE_HTTP_CODES=..., as getlist reads it
+PIN_ORDER = 550  # PinEngines: before EngineLadderMiddleware (582) chooses the start engine
 AFTER = 20  # wasted attempts are counted after the first 20 pages of each domain
 
 # -- the mixed farm ----------------------------------------------------------------------
@@ -111,9 +142,10 @@ class SiteMix:
     path: str  # "%d" is the page number
     offset: int  # article_parts(offset + n) is page n's text; -1: the site's own pages
     needs: str  # the cheapest engine that gets its content
+    late: bool = False  # its content renders after load (timer, fetch, hydration, route)
 
 
-MIX = (
+FARM_MIX = (
     SiteMix("static", 200, "/articles/%d.html", 1000, "http"),
     SiteMix("next", 50, "/next/%d.html", 3000, "http"),
     SiteMix("csp", 40, "/article/%d.html", 6000, "http"),
@@ -126,8 +158,22 @@ MIX = (
     SiteMix("spa", 60, "/spa/%d.html", 2000, "chromium"),
     SiteMix("challenge", 40, "/article/%d.html", 4000, "chromium"),
     SiteMix("fixable", 40, "/article/%d.html", 12_000, "chromium"),
+    SiteMix("timer", 40, "/article/%d.html", 13_000, "chromium", late=True),
+    SiteMix("xhr", 40, "/article/%d.html", 14_000, "chromium", late=True),
+    SiteMix("hydrate", 40, "/article/%d.html", 15_000, "chromium", late=True),
+    SiteMix("route", 40, "/article/%d.html", 16_000, "chromium", late=True),
     SiteMix("ua", 40, "/article/%d.html", 5000, "stealth"),
+    SiteMix("denied", 40, "/article/%d.html", 17_000, "stealth"),
 )
+
+
+def present(mix: tuple[SiteMix, ...], sites: set[str]) -> tuple[SiteMix, ...]:
+    """The entries of *mix* whose site the hostile web serves (*sites*: their names)."""
+    return tuple(entry for entry in mix if entry.site in sites)
+
+
+MIX = present(FARM_MIX, {factory.name for factory in hostile.SITES})
+STATIC_PAGES = next(mix.pages for mix in MIX if mix.site == "static")
 
 
 def set_static_pages(count: int) -> None:
@@ -478,19 +524,27 @@ def run_settings(name: str, hosts: list[str]) -> dict[str, Any]:
         # bypass the corpus, which stored the 429/503: the retry would be answered from
         # it.  Not storing those answers lets the retries reach the site.
         return {"FOCUS_ENGINES": "http", "HTTPCACHE_IGNORE_HTTP_CODES": TRANSIENT_CODES}
-    if name == "always-chromium":
-        return {
-            "FOCUS_ENGINES": "http,chromium",
-            "FOCUS_ENGINE_DOMAINS": dict.fromkeys(hosts, "chromium"),
-            # The site that turns headless Chromium away fails on this crawl's last
-            # rung: the breaker would hold it for minutes at a time, doubling.  A
-            # Chromium-only crawler without one just fails those pages.
-            "FOCUS_BREAKER_THRESHOLD": 1_000_000,
-        }
+    for engine in ("chromium", "stealth"):
+        if name == SINGLE_ENGINE_RUNS[engine]:
+            return {
+                "FOCUS_ENGINES": f"http,{engine}",
+                "FOCUS_ENGINE_DOMAINS": dict.fromkeys(hosts, engine),
+                # A site that turns this browser away fails on this crawl's last rung:
+                # the breaker would hold it for minutes at a time, doubling.  A
+                # one-browser crawler without one just fails those pages.
+                "FOCUS_BREAKER_THRESHOLD": 1_000_000,
+            }
     if name == "ladder":
         return {"FOCUS_HISTORY_ENABLED": False}
     if name == "ladder+history":
         return {}
+    if name == ORACLE:
+        # Each page starts on the engine it needs (PinEngines, from the plan file
+        # bench_mix writes): nothing to learn, so no history and no slow start.
+        return {
+            "FOCUS_HISTORY_ENABLED": False,
+            "DOWNLOADER_MIDDLEWARES": {"ladder_oracle.PinEngines": PIN_ORDER},
+        }
     raise ValueError(f"unknown run {name!r}; known: {', '.join(RUNS)}")
 
 
@@ -610,15 +664,52 @@ class Summary:
         return Counter(r.engine or "none" for r in self.results if r.page.site == site)
 
 
-def bench_mix(args: argparse.Namespace, workdir: Path, log: Callable[[str], None]) -> list[Summary]:
+@dataclass
+class Variant:
+    """The crawls of one farm: the mix with *static* pages on the static site."""
+
+    static: int
+    summaries: list[Summary]
+    choice: dict[str, str | None]  # URL → its cheapest engine; empty without an oracle run
+
+    def figures(self) -> dict[str, Figures]:
+        return {s.name: Figures(s.name, s.pages, s.usable, s.crawl.wall) for s in self.summaries}
+
+    @property
+    def share(self) -> float:
+        """The share of the pages that need a browser: from the oracle's plan when
+        there is one, else from the sites' ``needs``."""
+        if self.choice:
+            return browser_share(self.choice)
+        needs = {mix.site: mix.needs for mix in MIX}
+        results = self.summaries[0].results if self.summaries else []
+        return sum(needs[r.page.site] != "http" for r in results) / max(1, len(results))
+
+
+def bench_mix(args: argparse.Namespace, workdir: Path, log: Callable[[str], None]) -> list[Variant]:
+    variants = []
+    for static in args.static_pages:
+        set_static_pages(static)
+        variants.append(bench_farm(args, workdir / f"static-{static}", log))
+    return variants
+
+
+def bench_farm(args: argparse.Namespace, workdir: Path, log: Callable[[str], None]) -> Variant:
+    """Every run of ``--runs`` over the mix as MIX holds it now."""
     web, indexes = serve(args.scale)
     try:
         pages = mix_pages(web, args.scale)
         hosts = sorted({site.host for site in web})
         log(f"mixed farm: {len(pages)} pages over {len(indexes)} sites")
-        summaries = []
+        summaries: list[Summary] = []
+        choice: dict[str, str | None] = {}
         for name in args.runs:
             settings = {**crawl_settings(args, workdir / name), **run_settings(name, hosts)}
+            if name == ORACLE:
+                choice = oracle_choice(summaries, pages)
+                plan = workdir / "oracle-engines.json"
+                plan.write_text(json.dumps(pins(choice)))
+                settings["BENCH_ORACLE_ENGINES"] = str(plan)
             crawl = run_crawl(
                 name,
                 list(indexes.values()),
@@ -628,10 +719,26 @@ def bench_mix(args: argparse.Namespace, workdir: Path, log: Callable[[str], None
                 args.timeout,
                 log,
             )
-            summaries.append(Summary(name, crawl, judge_pages(crawl, pages)))
+            results = judge_pages(crawl, pages)
+            if name == ORACLE:
+                results = [
+                    replace(r, usable=oracle_usable(choice, r.page.url, r.usable)) for r in results
+                ]
+            summaries.append(Summary(name, crawl, results))
     finally:
         web.stop()
-    return summaries
+    return Variant(len([p for p in pages if p.site == "static"]), summaries, choice)
+
+
+def oracle_choice(summaries: list[Summary], pages: list[MixPage]) -> dict[str, str | None]:
+    """Each page's cheapest engine, from the single-engine crawls run so far."""
+    by_name = {s.name: s for s in summaries}
+    got = {
+        engine: [r.page.url for r in by_name[run].results if r.usable]
+        for engine, run in SINGLE_ENGINE_RUNS.items()
+        if run in by_name
+    }
+    return cheapest_engines(got, [page.url for page in pages])
 
 
 def bench_rss(
@@ -688,12 +795,15 @@ def browser_versions(args: argparse.Namespace) -> str:
     return ", ".join(found)
 
 
-def report_mix(summaries: list[Summary]) -> list[str]:
+def report_mix(variant: Variant) -> list[str]:
     out = []
+    summaries = variant.summaries
     first = summaries[0]
     sites = Counter(r.page.site for r in first.results)
+    page_site = {r.page.url: r.page.site for r in first.results}
     out.append(
-        f"**Mixed farm**: {first.pages} pages over {len(sites)} sites "
+        f"**Mixed farm, {variant.static} static pages**: {first.pages} pages over "
+        f"{len(sites)} sites "
         f"({', '.join(f'{site} {count}' for site, count in sites.items())}), plus one index "
         "page per site (the seeds, not counted). Usable: the page's item holds the "
         "article's text (the first 60 characters of its first paragraph, known from the "
@@ -760,18 +870,22 @@ def report_mix(summaries: list[Summary]) -> list[str]:
     )
     out.append("")
     out.append(
-        "Per site: usable pages per crawl; for the ladders, the engines that served the "
-        f"pages and the wasted attempts per page after the first {AFTER} of the site."
+        "Per site: usable pages per crawl; the oracle's plan (each page's cheapest engine "
+        "that got its content in the single-engine crawls; none: no engine did); for the "
+        "ladders, the engines that served the pages and the wasted attempts per page after "
+        f"the first {AFTER} of the site."
     )
     out.append("")
-    header = ["site", "pages", "needs"] + [s.name for s in summaries]
+    plan = Counter((page_site[url], engine or "none") for url, engine in variant.choice.items())
+    header = ["site", "pages", "needs", "oracle plan"] + [s.name for s in summaries]
     ladders = [s for s in summaries if s.name.startswith("ladder")]
     for s in ladders:
         header += [f"{s.name}: engines", f"{s.name}: wasted after {AFTER}"]
     needs = {mix.site: mix.needs for mix in MIX}
     rows = []
     for site, count in sites.items():
-        row = [site, str(count), needs[site]]
+        planned = " ".join(f"{e} {plan[site, e]}" for e in (*ENGINES, "none") if plan[site, e])
+        row = [site, str(count), needs[site], planned or "-"]
         for s in summaries:
             usable = sum(r.usable for r in s.results if r.page.site == site)
             row.append(f"{usable}")
@@ -783,6 +897,84 @@ def report_mix(summaries: list[Summary]) -> list[str]:
         rows.append(row)
     out.append(table(header, rows))
     return out
+
+
+def report_oracle(variant: Variant) -> list[str]:
+    figures = variant.figures()
+    oracle, chromium = figures.get(ORACLE), figures.get(SINGLE_ENGINE_RUNS["chromium"])
+    plan = Counter(engine or "none" for engine in variant.choice.values())
+    stats = next((s.crawl.stats for s in variant.summaries if s.name == ORACLE), {})
+    dropped = stats.get("bench/oracle/escalation_dropped", 0)
+    out = [
+        "**Time near the oracle**: the oracle crawl fetched each page with its cheapest "
+        "engine that got its content in always-http, always-chromium or always-stealth "
+        "(`meta['focus_engine']`, no history), and with that engine only: it dropped the "
+        f"ladder's {dropped} escalations to another engine (retries on the same engine "
+        "went through); a page no engine got was fetched with http and counts unusable. "
+        "Plan: "
+        + (", ".join(f"{e} {plan[e]}" for e in (*ENGINES, "none") if plan[e]) or "no oracle run")
+        + f"; {100 * variant.share:.1f}% of the pages need a browser. s/page: wall time / "
+        "pages; x oracle, x always-chromium: the crawl's wall time over theirs.",
+        "",
+    ]
+    rows = []
+    for s in variant.summaries:
+        own = figures[s.name]
+        to_oracle, to_chromium = ratio(own, oracle), ratio(own, chromium)
+        rows.append(
+            [
+                s.name,
+                pct(s.usable, s.pages),
+                f"{own.seconds_per_page:.3f}",
+                f"{own.wall:.0f}",
+                f"{to_oracle:.2f}x" if to_oracle is not None else "-",
+                f"{to_chromium:.2f}x" if to_chromium is not None else "-",
+            ]
+        )
+    header = ["crawl", "usable", "s/page", "wall s", "x oracle", "x always-chromium"]
+    out.append(table(header, rows))
+    return out
+
+
+def report_waits(variant: Variant) -> list[str]:
+    late = {mix.site: mix.late for mix in MIX}
+    out = [
+        "**Render waits**: the seconds each browser attempt waited for its page's content "
+        "to render (the trace's `render_wait`), p50 / p95, on the pages of the sites whose "
+        f"content renders late ({', '.join(m.site for m in MIX if m.late) or 'none in this farm'}) "
+        "and on the other pages; unmeasured: browser attempts whose trace has no wait; "
+        "ended: why the measured waits ended (`render_end`).",
+        "",
+    ]
+    rows = []
+    for s in variant.summaries:
+        traces = [
+            (late[r.page.site], (s.crawl.traces.get(r.page.url) or {}).get("trace") or [])
+            for r in s.results
+        ]
+        waits = render_waits(traces)
+        if not (waits.late or waits.other or waits.unmeasured):
+            continue  # no browser attempt
+        rows.append(
+            [
+                s.name,
+                str(len(waits.late)),
+                seconds(percentile(waits.late, 50)),
+                seconds(percentile(waits.late, 95)),
+                str(len(waits.other)),
+                seconds(percentile(waits.other, 50)),
+                seconds(percentile(waits.other, 95)),
+                str(waits.unmeasured),
+                ", ".join(f"{end} {n}" for end, n in waits.ends.most_common()) or "-",
+            ]
+        )
+    header = ["crawl", "late: attempts", "p50 s", "p95 s", "other: attempts", "p50 s", "p95 s"]
+    out.append(table([*header, "unmeasured", "ended"], rows) if rows else "No browser attempt.")
+    return out
+
+
+def seconds(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "-"
 
 
 def report_rss(crawl: Crawl, done: int, pages: int) -> list[str]:
@@ -859,41 +1051,11 @@ def flatness(crawl: Crawl, pages: int) -> tuple[float, float, float, float]:
     )
 
 
-def goals(summaries: list[Summary], rss: tuple[Crawl, int, int] | None) -> list[list[str]]:
-    by_name = {s.name: s for s in summaries}
+def goals(variants: list[Variant], rss: tuple[Crawl, int, int] | None) -> list[list[str]]:
     rows: list[list[str]] = []
-    chromium = by_name.get("always-chromium")
-    for name in ("ladder", "ladder+history"):
-        ladder = by_name.get(name)
-        if ladder is None or chromium is None:
-            continue
-        rows.append(
-            [
-                f"{name}: usable rate ≥ always-chromium's",
-                f"{pct(ladder.usable, ladder.pages)} vs {pct(chromium.usable, chromium.pages)}",
-                met(ladder.usable >= chromium.usable),
-            ]
-        )
-        ratio = ladder.seconds_per_page / chromium.seconds_per_page
-        rows.append(
-            [
-                f"{name}: s/page ≤ 1/3 of always-chromium's",
-                f"{ladder.seconds_per_page:.3f} vs {chromium.seconds_per_page:.3f} ({ratio:.2f}x)",
-                met(ratio <= 1 / 3),
-            ]
-        )
-    history = by_name.get("ladder+history")
-    if history is not None:
-        later = history.after_first()
-        rate = history.wasted_rate(later)
-        rows.append(
-            [
-                f"ladder+history: wasted attempts < 5% after the first {AFTER} pages of a domain",
-                f"{100 * rate:.1f}% ({100 * history.wasted_rate(later, probes=False):.1f}% "
-                "without probes)",
-                met(rate < 0.05),
-            ]
-        )
+    for variant in variants:
+        prefix = f"{variant.static} static pages, " if len(variants) > 1 else ""
+        rows += [[prefix + row[0], *row[1:]] for row in mix_goals(variant)]
     if rss is not None:
         crawl, done, pages = rss
         first, second, _, _ = flatness(crawl, pages)
@@ -904,7 +1066,7 @@ def goals(summaries: list[Summary], rss: tuple[Crawl, int, int] | None) -> list[
                 met(second <= 1.1 * first and done >= 0.99 * pages),
             ]
         )
-    crawls = [s.crawl for s in summaries] + ([rss[0]] if rss else [])
+    crawls = [s.crawl for v in variants for s in v.summaries] + ([rss[0]] if rss else [])
     left = sum(len(c.leftovers) for c in crawls)
     rows.append(
         [
@@ -916,13 +1078,38 @@ def goals(summaries: list[Summary], rss: tuple[Crawl, int, int] | None) -> list[
     return rows
 
 
-def met(ok: bool) -> str:
+def mix_goals(variant: Variant) -> list[list[str]]:
+    """The time and usable goals of both ladders (ladder_oracle.time_goals), and the
+    wasted attempts of the ladder with history."""
+    rows = []
+    figures = variant.figures()
+    for name in ("ladder", "ladder+history"):
+        for goal in time_goals(figures, variant.share, name):
+            rows.append([goal.goal, goal.measured, met(goal.met)])
+    history = next((s for s in variant.summaries if s.name == "ladder+history"), None)
+    if history is not None:
+        later = history.after_first()
+        rate = history.wasted_rate(later)
+        rows.append(
+            [
+                f"ladder+history: wasted attempts < 5% after the first {AFTER} pages of a domain",
+                f"{100 * rate:.1f}% ({100 * history.wasted_rate(later, probes=False):.1f}% "
+                "without probes)",
+                met(rate < 0.05),
+            ]
+        )
+    return rows
+
+
+def met(ok: bool | None) -> str:
+    if ok is None:
+        return "does not apply"
     return "yes" if ok else "**no**"
 
 
 def report(
     args: argparse.Namespace,
-    summaries: list[Summary],
+    variants: list[Variant],
     rss: tuple[Crawl, int, int] | None,
     load_start: tuple[float, ...],
     started: dt.datetime,
@@ -935,13 +1122,18 @@ def report(
         f"Command, from the repository root: `{' '.join(['.venv/bin/python', *sys.argv])}`",
         "",
     ]
-    if summaries:
-        out += report_mix(summaries)
-        out.append("")
+    for variant in variants:
+        if variant.summaries:
+            out += report_mix(variant)
+            out.append("")
+            out += report_oracle(variant)
+            out.append("")
+            out += report_waits(variant)
+            out.append("")
     if rss is not None:
         out += report_rss(*rss)
         out.append("")
-    out.append(table(["goal", "measured", "met"], goals(summaries, rss)))
+    out.append(table(["goal", "measured", "met"], goals(variants, rss)))
     return "\n".join(out) + "\n"
 
 
@@ -951,7 +1143,10 @@ def report(
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
-        "--scale", type=float, default=1.0, help="multiply each site's page count (1.0: 567)"
+        "--scale",
+        type=float,
+        default=1.0,
+        help=f"multiply each site's page count (1.0: {sum(mix.pages for mix in MIX)})",
     )
     parser.add_argument(
         "--runs",
@@ -960,8 +1155,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--static-pages",
-        type=int,
-        help="pages of the static site (200): the share of the mix that needs no browser",
+        default=str(STATIC_PAGES),
+        help=f"pages of the static site ({STATIC_PAGES}): the share of the mix that needs no "
+        "browser; a comma-separated list runs the farm once per count (e.g. 200,2000)",
     )
     parser.add_argument("--rss-pages", type=int, default=2000, help="pages of the browser crawl")
     parser.add_argument("--skip-mix", action="store_true", help="no mixed-farm crawls")
@@ -975,10 +1171,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the crawls' directories")
     args = parser.parse_args(argv)
     args.runs = [name.strip() for name in args.runs.split(",") if name.strip()]
-    if args.static_pages is not None:
-        set_static_pages(max(1, args.static_pages))
+    args.static_pages = [max(1, int(n)) for n in args.static_pages.split(",") if n.strip()]
     for name in args.runs:
         run_settings(name, [])  # unknown names fail here, not after an hour
+    if ORACLE in args.runs:
+        before = args.runs[: args.runs.index(ORACLE)]
+        missing = [run for run in SINGLE_ENGINE_RUNS.values() if run not in before]
+        if missing:
+            parser.error(f"the oracle run needs {', '.join(missing)} before it in --runs")
     return args
 
 
@@ -1013,12 +1213,12 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{path} does not exist: see --chromium / --firefox")
             return 2
     with workspace(args) as workdir:
-        summaries = [] if args.skip_mix else bench_mix(args, workdir, log)
+        variants = [] if args.skip_mix else bench_mix(args, workdir, log)
         rss = None
         if not args.skip_rss:
             crawl, done = bench_rss(args, workdir, log)
             rss = (crawl, done, args.rss_pages)
-        text = report(args, summaries, rss, load_start, started, (time.monotonic() - clock) / 60)
+        text = report(args, variants, rss, load_start, started, (time.monotonic() - clock) / 60)
     print(text)
     if args.out:
         args.out.write_text(text)
