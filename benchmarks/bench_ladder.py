@@ -211,6 +211,9 @@ def mix_pages(web: hostile.HostileWeb, scale: float) -> list[MixPage]:
     return pages
 
 
+INDEX_LINKS = 500  # links per index page of a site
+
+
 def serve(scale: float, extra_static: int = 0) -> tuple[hostile.HostileWeb, dict[str, str]]:
     """Start the hostile web with an index page per site; return it and the index URLs."""
     spa = next(mix for mix in MIX if mix.site == "spa")
@@ -225,13 +228,19 @@ def serve(scale: float, extra_static: int = 0) -> tuple[hostile.HostileWeb, dict
         by_site["static"] = [web.static.url(f"/articles/{n}.html") for n in range(extra_static)]
     for name, urls in by_site.items():
         site = web.sites[name]
-        links = "".join(f"<li><a href='{url}'>{url}</a></li>" for url in urls)
-        site.farm.set_page(
-            "/bench/index.html",
-            f"<!DOCTYPE html><html><head><title>{name}</title></head>"
-            f"<body><h1>{name}</h1><ul>{links}</ul></body></html>",
-            headers={"Content-Type": "text/html; charset=utf-8"},
-        )
+        # Index pages of INDEX_LINKS links each, chained: a crawl follows at most
+        # FOCUS_MAX_LINKS_PER_PAGE links of a page.
+        parts = [urls[i : i + INDEX_LINKS] for i in range(0, len(urls), INDEX_LINKS)] or [[]]
+        for number, part in enumerate(parts):
+            links = "".join(f"<li><a href='{url}'>{url}</a></li>" for url in part)
+            if number + 1 < len(parts):
+                links += f"<li><a href='/bench/index-{number + 1}.html'>more</a></li>"
+            site.farm.set_page(
+                "/bench/index.html" if number == 0 else f"/bench/index-{number}.html",
+                f"<!DOCTYPE html><html><head><title>{name}</title></head>"
+                f"<body><h1>{name}</h1><ul>{links}</ul></body></html>",
+                headers={"Content-Type": "text/html; charset=utf-8"},
+            )
         indexes[name] = site.url("/bench/index.html")
     return web, indexes
 
