@@ -65,6 +65,17 @@ def test_a_few_links_are_no_hub_but_dozens_are():
     assert hub(extracted(toc_page(HUB_MIN_LINKS + 5)))
 
 
+def test_a_table_of_contents_in_a_nav_of_the_main_text_is_a_hub():
+    # Documentation themes often wrap the contents of a section page in <nav class="toc">
+    # inside <main>: the page's own links, not the site's chrome.
+    page = toc_page(HUB_MIN_LINKS + 5).replace("<ul>", "<nav class='toc'><ul>", 1)
+    page = page.replace("</ul></main>", "</ul></nav></main>")
+    assert judge(extracted(page)).kind == "hub"
+    # The same list in a <nav> outside the main text is the site's menu: no hub.
+    outside = page.replace("<main>", "<div>").replace("</main>", "</div>")
+    assert not hub(extracted(outside))
+
+
 def test_a_shell_whose_only_links_are_its_server_rendered_nav_is_no_hub_and_escalates():
     page = extracted(app_shell(1))
     assert page.content_links == 0  # every link sits in the <nav>

@@ -62,7 +62,8 @@ class Extraction:
     # the confidence model's score (scrapy_focus.extract.confidence), computed by the worker
     # that extracted the page, before FOCUS_MIN_CONTENT_CHARS applies; None: not computed
     confidence: float | None = None
-    # links of the page's own area (outside nav/header/footer/aside and landmarks): a hub's
+    # links of the page's own area (outside nav/header/footer/aside and landmarks, unless
+    # inside <main>/<article>, where a <nav> is the text's table of contents): a hub's
     content_links: int = 0  # <a> elements with text
     content_link_text_chars: int = 0  # their visible text
     content_text_chars: int = 0  # all visible text outside the chrome
