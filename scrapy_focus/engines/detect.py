@@ -19,12 +19,13 @@ browser often answer it 200.  A long page never is one: an article may discuss
 access denials.
 
 A *hub* is a navigation page: little prose of its own, but dozens of links in
-its own area (outside nav/header/footer/aside and landmark roles) whose text is
+its own area (outside nav/header/footer/aside and landmark roles, unless they sit
+inside the main content, as a table of contents in a ``<nav>`` does) whose text is
 most of that area's text, as a table of contents or an index has (judged on the
 page's own measures, so an extractor keeping the list as main text or dropping
-it changes nothing).  Its content
-is its links: it is final on the engine that fetched it.  Links in the chrome do
-not count, so an application shell with a server-rendered menu is not a hub.
+it changes nothing).  Its content is its links: it is final on the engine that
+fetched it.  Links in the chrome do not count, so an application shell with a
+server-rendered menu is not a hub.
 """
 
 from __future__ import annotations
