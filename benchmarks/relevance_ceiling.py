@@ -14,7 +14,8 @@ without crawling again:
 ``parent``              blended with the best score among fetched pages linking to it;
 ``self-trained``        blended with an online logistic regression over URL tokens, trained
                         every 10 pages on the crawl's own top-scored fifth as positives
-                        (pseudo-labels: no ground truth);
+                        (pseudo-labels: no ground truth; the URL tokens' IDF is over the
+                        whole crawl, which flatters it slightly);
 ``with two example pages`` the crawler's scorer given two pages of the section (the first
                         in key order) as ``FOCUS_TOPIC_EXAMPLES``: what a user's examples buy;
 ``supervised (…)``      the ceiling: a logistic regression trained on the *ground truth* of
@@ -165,10 +166,13 @@ def replayed(text: str, docs: list[Doc]) -> list[float]:
     return [topic.page_relevance(d.title, list(d.headings), d.text) for d in docs]
 
 
+_BY_TEXT = {spec.text: spec for spec in TOPICS.values()}  # a scorer is given the topic's text
+
+
 def with_examples(text: str, docs: list[Doc], count: int = 2) -> list[float]:
     """The crawler's scorer given *count* pages of the section as FOCUS_TOPIC_EXAMPLES
     (the first in key order: no choice of the best ones)."""
-    spec = next(spec for spec in TOPICS.values() if spec.text == text)
+    spec = _BY_TEXT[text]
     examples = []
     for key in sorted(spec.relevant())[:count]:
         page = _extract(key)[1]

@@ -66,7 +66,8 @@ class _Walk:
         self.measures = Measures()
         self.skip = self.link = self.para = self.chrome = self.main = 0
         self.outer = 0  # open chrome elements that are not inside the main content
-        self.outers: list[bool] = []  # per open element: whether it opened as outer chrome
+        # Per open element, decided where it opens: (chrome, outer chrome, main content).
+        self.open: list[tuple[bool, bool, bool]] = []
         self.para_chars = 0  # text of the outermost open <p>
         self.link_chars = 0  # text of the outermost open <a>
 
@@ -89,19 +90,20 @@ class _Walk:
     def start(self, node: lxml.html.HtmlElement) -> None:
         tag, role = node.tag, node.get("role")
         is_chrome = tag in _BOILERPLATE_TAGS or role in _BOILERPLATE_ROLES
+        is_outer = is_chrome and (self.outer > 0 or not self.main)
+        is_main = tag in _MAIN_TAGS or role == "main"
+        self.open.append((is_chrome, is_outer, is_main))
         self.skip += tag in _SKIPPED_TAGS
         self.link += tag == "a"
         self.para += tag == "p"
         self.chrome += is_chrome
-        # Whether an element is outer chrome is fixed where it opens.
-        is_outer = is_chrome and (self.outer > 0 or not self.main)
-        self.outers.append(is_outer)
         self.outer += is_outer
-        self.main += tag in _MAIN_TAGS or role == "main"
+        self.main += is_main
         self.count(node.text)
 
     def end(self, node: lxml.html.HtmlElement) -> None:
-        tag, role = node.tag, node.get("role")
+        tag = node.tag
+        is_chrome, is_outer, is_main = self.open.pop()
         self.skip -= tag in _SKIPPED_TAGS
         if tag == "a":
             self.link -= 1
@@ -110,9 +112,9 @@ class _Walk:
                     self.measures.content_links += 1
                     self.measures.content_link += self.link_chars
                 self.link_chars = 0
-        self.chrome -= tag in _BOILERPLATE_TAGS or role in _BOILERPLATE_ROLES
-        self.outer -= self.outers.pop()
-        self.main -= tag in _MAIN_TAGS or role == "main"
+        self.chrome -= is_chrome
+        self.outer -= is_outer
+        self.main -= is_main
         if tag == "p":
             self.para -= 1
             if not self.para:
