@@ -278,6 +278,46 @@ FOCUS_BREAKER_COOLDOWN = 60.0
 FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
 
 
+# -- Cluster mode (scrapy_focus.cluster; the ``cluster`` extra) ---------------------------
+
+#: The Redis server that nodes of one crawl share, as a URL
+#: (``redis://host:6379/0``, ``rediss://...``, ``unix:///path/redis.sock``).  Empty:
+#: scrapy-redis's own ``REDIS_URL`` / ``REDIS_HOST`` + ``REDIS_PORT`` (with
+#: ``REDIS_PARAMS``) when the project sets one, else no cluster (one machine).
+FOCUS_CLUSTER_REDIS_URL = ""
+#: The crawl's name: nodes with the same name share one frontier.  Empty: the spider's.
+FOCUS_CLUSTER_NAME = ""
+#: Every key of a crawl starts with this template (``%(crawl)s``: the crawl's name).  The
+#: braces are a Redis Cluster hash tag: all of one crawl's keys live in one slot, so its
+#: scripts may touch any of them.  The keys under it:
+#: ``<prefix>:q:<host>`` (sorted set: a host's queue, best first, FIFO among equals),
+#: ``<prefix>:hosts`` (sorted set: hosts by the time their next request may go),
+#: ``<prefix>:payloads`` (hash: entry key -> request as data, never a pickle),
+#: ``<prefix>:seen`` (the seen set), ``<prefix>:leases`` / ``<prefix>:nodes`` (leases out
+#: and the nodes' heartbeats), ``<prefix>:politeness:<host>`` (a host's delay, in-flight
+#: count and backoff), ``<prefix>:counters``, ``<prefix>:history``, ``<prefix>:breaker``,
+#: ``<prefix>:model``, ``<prefix>:state`` (small named values), ``<prefix>:quarantine``
+#: (entries that are not valid data, kept for a person to read).
+FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
+#: This node's name in leases and heartbeats.  Empty: ``<hostname>-<pid>``.
+FOCUS_CLUSTER_NODE = ""
+#: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
+#: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease
+#: whatever the heartbeats say (a node stuck on one page).
+FOCUS_CLUSTER_HEARTBEAT = 2.0
+FOCUS_CLUSTER_LEASE_TIMEOUT = 15.0
+FOCUS_CLUSTER_LEASE_DEADLINE = 900.0
+#: While Redis does not answer, a node retries with a backoff growing to this many
+#: seconds (logged once per outage), losing nothing.
+FOCUS_CLUSTER_MAX_BACKOFF = 30.0
+#: A node finishes when the cluster's frontier is empty, no host is pending and no lease
+#: is out, on two checks this many seconds apart.
+FOCUS_CLUSTER_IDLE_CHECK = 3.0
+#: Delete the crawl's keys when a node closes with the frontier finished.  Off: shared
+#: state is never flushed unless asked (``scrapy focus-cluster flush``-style tools).
+FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
+
+
 # -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)
 
 #: Scrapy's 1 GiB is no size for a page of text, and every byte of a body is held in

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy_focus import settings as defaults
+from scrapy_focus.config.cluster import read_cluster
 from scrapy_focus.config.sections import (
     BrowserConfig,
+    ClusterConfig,
     ContractConfig,
     CorpusConfig,
     ExtractConfig,
@@ -108,6 +110,7 @@ class FocusConfig:
     browser: BrowserConfig
     canonical_urls: bool
     tracking_params: tuple[str, ...]
+    cluster: ClusterConfig
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FocusConfig:
@@ -123,6 +126,7 @@ class FocusConfig:
             browser=_browser(read),
             canonical_urls=read("FOCUS_CANONICAL_URLS_ENABLED"),
             tracking_params=read("FOCUS_TRACKING_PARAMS"),
+            cluster=read_cluster(read),
         )
 
 
