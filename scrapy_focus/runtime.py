@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _ATTRIBUTE = "focus_runtime"
+_STORE_OF = {"history_store": "history", "breaker_states": "breaker"}  # store -> its part
 
 
 class FocusRuntime:
@@ -66,9 +67,12 @@ class FocusRuntime:
 
     def provide(self, name: str, implementation: Any) -> None:
         """Put *implementation* in place of the shared part *name* (``politeness``,
-        ``history``, ``model``...) before any component asks for it."""
-        if name in self.__dict__:
-            raise RuntimeError(f"the crawl's {name} is already in use; provide it earlier")
+        ``history``, ``model``...) before any component asks for it.  Two parts are
+        the stores of others: ``history_store`` (a ``HistoryStore`` for
+        ``history``) and ``breaker_states`` (``BreakerStates`` for ``breaker``)."""
+        for part in (name, _STORE_OF.get(name)):
+            if part is not None and part in self.__dict__:
+                raise RuntimeError(f"the crawl's {part} is already in use; provide it earlier")
         self.__dict__[name] = implementation
 
     # -- the shared parts
@@ -117,9 +121,11 @@ class FocusRuntime:
         )
 
         ladder = self.config.ladder
-        store: HistoryStore = MemoryHistoryStore()
-        if ladder.history_enabled and getattr(self.crawler, "spider", None) is not None:
-            store = CorpusHistoryStore(self.corpus)
+        store: HistoryStore | None = self.__dict__.get("history_store")  # a cluster's
+        if store is None:
+            store = MemoryHistoryStore()
+            if ladder.history_enabled and getattr(self.crawler, "spider", None) is not None:
+                store = CorpusHistoryStore(self.corpus)
         return DomainHistory(
             store,
             engines=tuple(self.engines),
@@ -129,14 +135,21 @@ class FocusRuntime:
 
     @cached_property
     def breaker(self) -> CircuitBreaker:
-        """The per-domain circuit breaker (its states behind ``BreakerStates``)."""
+        """The per-domain circuit breaker (its states behind ``BreakerStates``:
+        ``provide("breaker_states", ...)`` puts a shared one in place, with its
+        ``clock`` when it has one, so that nodes' times compare)."""
+        import time
+
         from scrapy_focus.engines.breaker import CircuitBreaker
 
         ladder = self.config.ladder
+        states = self.__dict__.get("breaker_states")
         return CircuitBreaker(
             threshold=ladder.breaker_threshold,
             cooldown=ladder.breaker_cooldown,
             max_cooldown=ladder.breaker_max_cooldown,
+            clock=getattr(states, "clock", time.monotonic),
+            states=states,
         )
 
     # -- frontier

@@ -149,6 +149,9 @@ class CrawlCounters(Protocol):
       ``add_fetched()`` and ``add_relevant()`` count one more and return the
       new total, so a node sees the crawl's total, not its own.
     * ``to_bytes()``/``restore(raw)`` keep them with a resumable frontier.
+    * ``elapsed()`` is the seconds since the crawl started when the counters
+      know it (a cluster: since its first node started), else None (the stop
+      conditions use their own clock).
     """
 
     @property
@@ -159,3 +162,4 @@ class CrawlCounters(Protocol):
     def add_relevant(self) -> int: ...
     def to_bytes(self) -> bytes: ...
     def restore(self, raw: bytes) -> None: ...
+    def elapsed(self) -> float | None: ...

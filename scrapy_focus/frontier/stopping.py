@@ -12,6 +12,14 @@ one whose store failed (``focus_storage_error``, :mod:`scrapy_focus.faults`).
 :class:`~scrapy_focus.frontier.seams.CrawlCounters` (:class:`LocalCounters` on
 one machine), so in a cluster the budget is the crawl's, not a node's; what
 it returns is the reason to stop, or None.
+
+In a cluster (:class:`~scrapy_focus.cluster.counters.RedisCounters`) the page
+budgets and the deadline are the crawl's: the totals are the cluster's and the
+deadline counts from the cluster crawl's start (``CrawlCounters.elapsed``).
+Per node by nature: saturation (a streak of this node's own dequeues, each the
+best the shared frontier had) and the in-flight part of :meth:`budget_left`
+(this node's requests on the wire), so a cluster may pass ``FOCUS_MAX_PAGES`` by
+at most what its other nodes have in flight.
 """
 
 from __future__ import annotations
@@ -52,6 +60,9 @@ class LocalCounters:
 
     def restore(self, raw: bytes) -> None:
         self.fetched, self.relevant = (int(x) for x in raw.split(b","))
+
+    def elapsed(self) -> float | None:
+        return None  # the process's own clock: StopConditions keeps it
 
 
 class StopConditions:
@@ -94,9 +105,12 @@ class StopConditions:
         return self._deadline()
 
     def _deadline(self) -> str | None:
-        if self.config.deadline and self.clock() - self.started >= self.config.deadline:
-            return "focus_deadline"
-        return None
+        if not self.config.deadline:
+            return None
+        elapsed = self.counters.elapsed()
+        if elapsed is None:
+            elapsed = self.clock() - self.started
+        return "focus_deadline" if elapsed >= self.config.deadline else None
 
 
 def close_crawl(crawler: Crawler, spider: Any, reason: str) -> None:

@@ -1,0 +1,139 @@
+"""Breaker states in Redis: :class:`RedisBreakerStates`, the cluster's
+:class:`~scrapy_focus.engines.breaker.BreakerStates`.
+
+The contract (the protocol's, shared by the nodes):
+
+* one hash, ``<prefix>:breaker``: field the domain, value the
+  :class:`~scrapy_focus.engines.breaker.BreakerState` as JSON;
+* ``put`` and ``drop`` write through (one ``HSET`` / ``HDEL``: a round trip, but
+  only when a breaker changes: a failure, or the first success after one);
+  ``get`` answers from a bounded cache whose entries are ``ttl`` seconds fresh, a
+  miss being one ``HGET``, so a breaker one node opened holds the domain on every
+  node within ``ttl``;
+* :attr:`clock` is the cluster's one clock
+  (:class:`~scrapy_focus.cluster.values.RedisClock`): the breaker that uses these
+  states must be given it, so an ``open_until`` written by one node means the
+  same moment on another (``FocusRuntime.breaker`` takes it from here);
+* a value that is not a state is quarantined and read as none; while Redis is
+  away the cache answers and writes are made again at the next change.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict, fields, replace
+from typing import Any
+
+from scrapy_focus.cluster.counters import KeySource
+from scrapy_focus.cluster.values import (
+    REDIS_DOWN,
+    Outage,
+    RedisClock,
+    bounded,
+    parse_json,
+    quarantine,
+)
+from scrapy_focus.engines.breaker import BreakerState
+
+MAX_DOMAIN = 253
+_TYPES = {f.name: f.type for f in fields(BreakerState)}
+
+
+def state_from_json(data: Any) -> BreakerState:
+    """A :class:`BreakerState` from parsed JSON, checked field by field (ValueError)."""
+    if not isinstance(data, dict) or set(data) - set(_TYPES):
+        raise ValueError("not a breaker state")
+    state = BreakerState()
+    for name, value in data.items():
+        kind = type(getattr(state, name))
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ValueError(f"field {name} is not a boolean")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"field {name} is not a number")
+        setattr(state, name, kind(value))
+    return state
+
+
+class RedisBreakerStates:
+    """The cluster's :class:`~scrapy_focus.engines.breaker.BreakerStates` (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: KeySource,
+        ttl: float = 2.0,
+        cache_size: int = 10_000,
+        clock: Callable[[], float] | None = None,
+        local_clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.ttl = ttl
+        self.cache_size = cache_size
+        self.clock: Callable[[], float] = clock or RedisClock(client)
+        self.local_clock = local_clock
+        self._cache: OrderedDict[str, tuple[float, BreakerState | None]] = OrderedDict()
+        self.outage = Outage("the circuit breakers")
+
+    def get(self, domain: str) -> BreakerState | None:
+        cached = self._cache.get(domain)
+        if cached is None or self.local_clock() - cached[0] >= self.ttl:
+            cached = self._remember(domain, self._read(domain, cached))
+        state = cached[1]
+        return replace(state) if state is not None else None
+
+    def put(self, domain: str, state: BreakerState) -> None:
+        self._remember(domain, replace(state))
+        value = bounded(json.dumps(asdict(state)).encode(), "a breaker state")
+        if len(domain) <= MAX_DOMAIN:
+            self._write(lambda: self.client.hset(self.keys.key("breaker"), domain, value))
+
+    def drop(self, domain: str) -> None:
+        cached = self._cache.get(domain)
+        if cached is not None and cached[1] is None and self.local_clock() - cached[0] < self.ttl:
+            return  # closed, as far as anyone told this node lately: nothing to write
+        self._remember(domain, None)
+        if len(domain) <= MAX_DOMAIN:
+            self._write(lambda: self.client.hdel(self.keys.key("breaker"), domain))
+
+    def _write(self, call: Callable[[], Any]) -> None:
+        try:
+            call()
+        except REDIS_DOWN as error:
+            self.outage.failed(error)
+            return
+        self.outage.answered()
+
+    def _read(
+        self, domain: str, cached: tuple[float, BreakerState | None] | None
+    ) -> BreakerState | None:
+        if len(domain) > MAX_DOMAIN:
+            return cached[1] if cached else None
+        try:
+            raw = self.client.hget(self.keys.key("breaker"), domain)
+        except REDIS_DOWN as error:
+            self.outage.failed(error)
+            return cached[1] if cached else None
+        self.outage.answered()
+        if raw is None:
+            return None
+        what = f"breaker state of {domain}"
+        try:
+            return state_from_json(parse_json(raw, what))
+        except (ValueError, TypeError) as error:
+            quarantine(self.client, self.keys.key("quarantine", "seams"), what, raw, error)
+            return None
+
+    def _remember(
+        self, domain: str, state: BreakerState | None
+    ) -> tuple[float, BreakerState | None]:
+        entry = self._cache[domain] = (self.local_clock(), state)
+        self._cache.move_to_end(domain)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return entry

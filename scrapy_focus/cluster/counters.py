@@ -1,0 +1,173 @@
+"""The crawl's counters in Redis: :class:`RedisCounters`, the cluster's
+:class:`~scrapy_focus.frontier.seams.CrawlCounters`.
+
+The contract (the protocol's, for the whole cluster):
+
+* ``add_fetched()``/``add_relevant()`` are one ``HINCRBY`` on ``<prefix>:counters``
+  each (one round trip) and return the cluster's new total, so
+  ``FOCUS_MAX_PAGES`` and ``FOCUS_MAX_RELEVANT_PAGES`` are budgets of the crawl,
+  not of a node;
+* ``fetched``/``relevant`` read the cluster's totals, cached for ``ttl`` seconds
+  (one ``HMGET`` when the cache is older; an ``add_*`` refreshes it), so a check
+  per request is not a round trip per request;
+* ``elapsed()`` is the seconds since the cluster crawl started: the first node
+  to open writes the start (``HSETNX`` of the Redis server's ``TIME``), later
+  nodes read it, so ``FOCUS_DEADLINE`` ends every node at the same moment, a node
+  that joins late included.  The start stays with the crawl's keys: a cluster
+  crawl resumed later counts its deadline from its first start (delete the
+  ``started`` field to restart the clock);
+* ``restore(raw)`` does nothing: Redis keeps the counters (a JOBDIR's saved
+  ones are one node's past, not the crawl's), and ``to_bytes()`` gives the totals
+  as ``LocalCounters`` writes them;
+* a value in the hash that is not an integer is quarantined and read as 0;
+* while Redis is away, counts wait in this node and are added when it answers
+  again; the totals read are then this node's last view plus its own counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any, Protocol
+
+from scrapy_focus.cluster.values import REDIS_DOWN, Outage, quarantine
+
+logger = logging.getLogger(__name__)
+
+FIELDS = (b"fetched", b"relevant")
+
+
+class KeySource(Protocol):
+    def key(self, *parts: str) -> str: ...
+
+
+class RedisCounters:
+    """The cluster's :class:`~scrapy_focus.frontier.seams.CrawlCounters` (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: KeySource,
+        ttl: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.ttl = ttl
+        self.clock = clock
+        self._totals = [0, 0]
+        self._unsent = [0, 0]  # counted while Redis was away, not yet in it
+        self.outage = Outage("the crawl's counters")
+        self._read_at = -float("inf")
+        self._start: tuple[float, float] | None = None  # (crawl start, local clock then)
+
+    @property
+    def _key(self) -> str:
+        return self.keys.key("counters")
+
+    def _fresh(self) -> list[int]:
+        if self.clock() - self._read_at >= self.ttl:
+            try:
+                raw = self.client.hmget(self._key, *FIELDS)
+            except REDIS_DOWN as error:
+                self.outage.failed(error)
+                return self._totals
+            self.outage.answered()
+            read = [self._integer(field, value) for field, value in zip(FIELDS, raw, strict=True)]
+            unsent = self._unsent
+            self._totals = [total + waiting for total, waiting in zip(read, unsent, strict=True)]
+            self._read_at = self.clock()
+        return self._totals
+
+    def _integer(self, field: bytes, raw: bytes | None) -> int:
+        if raw is None:
+            return 0
+        try:
+            return int(raw)
+        except ValueError as error:
+            quarantine(
+                self.client,
+                self.keys.key("quarantine", "seams"),
+                f"{self._key} {field.decode()}",
+                raw,
+                error,
+            )
+            return 0
+
+    @property
+    def fetched(self) -> int:
+        return self._fresh()[0]
+
+    @property
+    def relevant(self) -> int:
+        return self._fresh()[1]
+
+    def _add(self, index: int) -> int:
+        """One ``HINCRBY``; while Redis is away the count waits here and goes with
+        the next one that reaches it (nothing counted is lost)."""
+        self._unsent[index] += 1
+        try:
+            total = int(self.client.hincrby(self._key, FIELDS[index], self._unsent[index]))
+        except REDIS_DOWN as error:
+            self.outage.failed(error)
+            self._totals[index] += 1
+            return self._totals[index]
+        self.outage.answered()
+        self._unsent[index] = 0
+        self._totals[index] = total
+        return total
+
+    def add_fetched(self) -> int:
+        return self._add(0)
+
+    def add_relevant(self) -> int:
+        return self._add(1)
+
+    def elapsed(self) -> float | None:
+        """Seconds since the cluster crawl started (one script call, the first time;
+        None while Redis has not answered it: the stop conditions' own clock)."""
+        if self._start is None:
+            try:
+                started, now = self._start_script(keys=[self._key])
+            except REDIS_DOWN as error:
+                self.outage.failed(error)
+                return None
+            self._start = (self._seconds(started, float(now)) - float(now), self.clock())
+        behind, local = self._start
+        return -behind + (self.clock() - local)
+
+    @cached_property
+    def _start_script(self) -> Any:
+        return self.client.register_script(_START)
+
+    def _seconds(self, raw: bytes | None, default: float) -> float:
+        try:
+            return float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as error:
+            quarantine(
+                self.client,
+                self.keys.key("quarantine", "seams"),
+                f"{self._key} started",
+                raw or b"",
+                error,
+            )
+            return default
+
+    def to_bytes(self) -> bytes:
+        fetched, relevant = self._fresh()
+        return f"{fetched},{relevant}".encode()
+
+    def restore(self, raw: bytes) -> None:
+        """Nothing to restore: the totals live in Redis."""
+
+
+# The crawl's start, written by the first node (Redis's clock: nodes' clocks differ).
+_START = """
+local t = redis.call('TIME')
+local now = string.format('%.6f', tonumber(t[1]) + tonumber(t[2]) / 1e6)
+redis.call('HSETNX', KEYS[1], 'started', now)
+return {redis.call('HGET', KEYS[1], 'started'), now}
+"""

@@ -1,0 +1,168 @@
+"""Engine history in Redis: :class:`RedisHistoryStore`, the cluster's
+:class:`~scrapy_focus.engines.history.HistoryStore`.
+
+The contract (the protocol's, shared by the nodes):
+
+* records live in one hash, ``<prefix>:history``, field ``<domain>\\0<engine>``,
+  value the :class:`~scrapy_focus.engines.history.EngineRecord` as JSON (at most
+  :data:`~scrapy_focus.cluster.values.MAX_VALUE` bytes; a domain name longer than
+  :data:`MAX_DOMAIN` is not shared, only cached here);
+* ``get`` answers from a bounded cache (``cache_size`` domains, least recently
+  used out) whose entries are ``ttl`` seconds fresh; a miss reads every engine of
+  the domain at once (one ``HMGET``), because the ladder asks for all of them;
+* ``put`` writes to the cache at once (this node reads its own writes) and to
+  Redis within ``flush_every`` puts or ``flush_seconds`` seconds (one ``HSET`` of
+  every pending field: one round trip), and at :meth:`flush`; so history learnt
+  on one node is what another node's ladder reads within about
+  ``flush_seconds + ttl``.  Two nodes putting the same pair meanwhile: the later
+  write wins (the records are decayed evidence, and the next observation adds to
+  the winner);
+* a value that is not a record (not JSON, wrong fields) is quarantined and read
+  as no record.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict, fields, replace
+from typing import Any
+
+from scrapy_focus.cluster.counters import KeySource
+from scrapy_focus.cluster.values import REDIS_DOWN, Outage, bounded, parse_json, quarantine
+from scrapy_focus.engines.history import ENGINES, EngineRecord
+
+logger = logging.getLogger(__name__)
+
+MAX_DOMAIN = 253  # the longest DNS name
+_FIELDS = {f.name: f.type for f in fields(EngineRecord)}
+
+
+def record_from_json(data: Any) -> EngineRecord:
+    """An :class:`EngineRecord` from parsed JSON, checked field by field (ValueError)."""
+    if not isinstance(data, dict) or set(data) - set(_FIELDS):
+        raise ValueError("not an engine record")
+    values = {}
+    for name, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"field {name} is not a number")
+        values[name] = int(value) if name == "samples" else float(value)
+    return EngineRecord(**values)
+
+
+class RedisHistoryStore:
+    """The cluster's :class:`~scrapy_focus.engines.history.HistoryStore` (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: KeySource,
+        engines: tuple[str, ...] = ENGINES,
+        ttl: float = 5.0,
+        cache_size: int = 10_000,
+        flush_every: int = 32,
+        flush_seconds: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.engines = engines
+        self.ttl = ttl
+        self.cache_size = cache_size
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self.clock = clock
+        # domain -> (read at, {engine: record or None})
+        self._cache: OrderedDict[str, tuple[float, dict[str, EngineRecord | None]]] = OrderedDict()
+        self._pending: dict[bytes, bytes] = {}
+        self._flushed_at = clock()
+        self.outage = Outage("engine history")
+
+    @staticmethod
+    def field(domain: str, engine: str) -> bytes:
+        return f"{domain}\0{engine}".encode()
+
+    def get(self, domain: str, engine: str) -> EngineRecord | None:
+        self._maybe_flush()
+        cached = self._cache.get(domain)
+        if cached is None or self.clock() - cached[0] >= self.ttl:
+            cached = self._read(domain)
+        self._cache.move_to_end(domain)
+        record = cached[1].get(engine)
+        return replace(record) if record is not None else None
+
+    def put(self, domain: str, engine: str, record: EngineRecord) -> None:
+        cached = self._cache.get(domain)
+        records = cached[1] if cached is not None else {}
+        self._remember(domain, cached[0] if cached else -float("inf"), records)
+        records[engine] = replace(record)
+        if len(domain) <= MAX_DOMAIN:
+            value = bounded(json.dumps(asdict(record)).encode(), "an engine record")
+            self._pending[self.field(domain, engine)] = value
+        self._maybe_flush()
+
+    def flush(self) -> None:
+        """Write the pending records (one ``HSET``); while Redis is away they stay
+        pending (and this node goes on with its cache)."""
+        self._flushed_at = self.clock()
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        try:
+            self.client.hset(self.keys.key("history"), mapping=pending)
+        except REDIS_DOWN as error:
+            self._pending = {**pending, **self._pending}
+            self.outage.failed(error)
+            return
+        self.outage.answered()
+
+    def _maybe_flush(self) -> None:
+        if len(self._pending) >= self.flush_every or (
+            self._pending and self.clock() - self._flushed_at >= self.flush_seconds
+        ):
+            self.flush()
+
+    def _read(self, domain: str) -> tuple[float, dict[str, EngineRecord | None]]:
+        records: dict[str, EngineRecord | None] = {}
+        if len(domain) <= MAX_DOMAIN:
+            key = self.keys.key("history")
+            try:
+                raws = self.client.hmget(key, *(self.field(domain, e) for e in self.engines))
+            except REDIS_DOWN as error:
+                self.outage.failed(error)
+                cached = self._cache.get(domain)
+                return self._remember(domain, self.clock(), cached[1] if cached else {})
+            self.outage.answered()
+            for engine, raw in zip(self.engines, raws, strict=True):
+                records[engine] = self._parse(domain, engine, raw)
+        for field, value in self._pending.items():  # this node's writes not yet out
+            name, _, engine = field.decode().partition("\0")
+            if name == domain:
+                records[engine] = self._parse(domain, engine, value)
+        cached = self._cache.get(domain)
+        if cached is not None and len(domain) > MAX_DOMAIN:
+            records = cached[1]  # not shared: the cache is the only copy
+        return self._remember(domain, self.clock(), records)
+
+    def _remember(
+        self, domain: str, read_at: float, records: dict[str, EngineRecord | None]
+    ) -> tuple[float, dict[str, EngineRecord | None]]:
+        entry = self._cache[domain] = (read_at, records)
+        self._cache.move_to_end(domain)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return entry
+
+    def _parse(self, domain: str, engine: str, raw: bytes | None) -> EngineRecord | None:
+        if raw is None:
+            return None
+        what = f"history of {domain} {engine}"
+        try:
+            return record_from_json(parse_json(raw, what))
+        except (ValueError, TypeError) as error:
+            quarantine(self.client, self.keys.key("quarantine", "seams"), what, raw, error)
+            return None

@@ -1,0 +1,206 @@
+"""The link model's sums in Redis: :class:`RedisLinkModel`, the cluster's
+:class:`~scrapy_focus.frontier.seams.LinkModelState`; and the crawl's small named
+values: :class:`RedisNamedState`.
+
+:class:`~scrapy_focus.frontier.link_model.LinkModel`'s estimate is a function of
+sums (per group: the weight of its pages and their weighted residual), so nodes
+may add to them in any order.  The contract of :class:`RedisLinkModel`:
+
+* the sums live in one hash, ``<prefix>:model``: fields ``w:<group>`` and
+  ``r:<group>`` (``HINCRBYFLOAT``), ``updates`` and ``drift`` (the cluster's
+  totals); a group name longer than :data:`MAX_GROUP` bytes is named by its
+  SHA-1 instead;
+* ``update`` adds to a local buffer; the buffer goes to Redis every
+  ``flush_every`` updates or ``flush_seconds`` seconds (checked by ``update`` and
+  ``correction``) or at :meth:`flush`: one script call that adds every buffered
+  sum and returns the whole hash, which becomes the local copy;
+* ``correction`` reads the local copy plus this node's buffered sums, no round
+  trip: another node's pages move this node's estimates at its next flush;
+* the hash holds at most ``max_groups`` groups: past that, the script adds only
+  to groups already there (a new group is not learnt, as the local model forgets
+  its oldest);
+* a field whose value is not a number is quarantined and left out of the copy;
+  while Redis is away the buffer keeps growing and goes out when it answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from functools import cached_property
+from typing import Any
+
+from scrapy_focus.cluster.counters import KeySource
+from scrapy_focus.cluster.values import REDIS_DOWN, Outage, bounded, quarantine
+from scrapy_focus.frontier.link_model import LinkModel
+
+MAX_GROUP = 200  # bytes of a group name kept as it is
+
+
+def group_field(group: str) -> str:
+    raw = group.encode()
+    return group if len(raw) <= MAX_GROUP else "sha1:" + hashlib.sha1(raw).hexdigest()
+
+
+class RedisLinkModel:
+    """The cluster's link model state (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: KeySource,
+        pseudo: float = 3.0,
+        max_groups: int = 1_000_000,
+        flush_every: int = 64,
+        flush_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.pseudo = pseudo
+        self.max_groups = max_groups
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self.clock = clock
+        self.shared: dict[str, list[float]] = {}  # group -> [weight, weighted residual]
+        self._buffer: dict[str, list[float]] = {}
+        self._buffered_updates = 0
+        self._buffered_drift = 0.0
+        self._shared_updates = 0
+        self._shared_drift = 0.0
+        self._flushed_at = -float("inf")
+        self.outage = Outage("the link model")
+
+    # -- LinkModelState
+
+    @property
+    def updates(self) -> int:
+        return self._shared_updates + self._buffered_updates
+
+    @property
+    def drift(self) -> float:
+        return self._shared_drift + self._buffered_drift
+
+    def correction(self, chain: Iterable[str]) -> float:
+        self._maybe_flush()
+        estimate, pseudo = 0.0, self.pseudo
+        for group in chain:
+            counts = self._counts(group_field(group))
+            if counts is not None:
+                estimate = (counts[1] + pseudo * estimate) / (counts[0] + pseudo)
+        return estimate
+
+    def update(self, chain: Iterable[str], residual: float, weight: float = 1.0) -> None:
+        for group in chain:
+            name = group_field(group)
+            buffered = self._buffer.setdefault(name, [0.0, 0.0])
+            buffered[0] += weight
+            buffered[1] += weight * residual
+            counts = self._counts(name) or [0.0, 0.0]
+            self._buffered_drift += weight * abs(residual) / (counts[0] + self.pseudo)
+        self._buffered_updates += 1
+        self._maybe_flush()
+
+    def to_bytes(self) -> bytes:
+        """The model as this node sees it, saved as a local :class:`LinkModel`."""
+        model = LinkModel(pseudo=self.pseudo, max_groups=self.max_groups)
+        for group in {*self.shared, *self._buffer}:
+            counts = self._counts(group)
+            if counts is not None:
+                model.stats[group] = counts
+        model.updates, model.drift = self.updates, self.drift
+        return model.to_bytes()
+
+    # -- the shared sums
+
+    def _counts(self, name: str) -> list[float] | None:
+        shared, buffered = self.shared.get(name), self._buffer.get(name)
+        if buffered is None:
+            return shared
+        if shared is None:
+            return list(buffered)
+        return [shared[0] + buffered[0], shared[1] + buffered[1]]
+
+    def _maybe_flush(self) -> None:
+        if (
+            self._buffered_updates >= self.flush_every
+            or self.clock() - self._flushed_at >= self.flush_seconds
+        ):
+            self.flush()
+
+    @cached_property
+    def _script(self) -> Any:
+        return self.client.register_script(_FLUSH)
+
+    def flush(self) -> None:
+        """Add the buffer to Redis and read the cluster's sums back: one script call."""
+        self._flushed_at = self.clock()
+        args: list[Any] = [self.max_groups, self._buffered_updates, repr(self._buffered_drift)]
+        for name, (weight, residual) in self._buffer.items():
+            args += [name, repr(weight), repr(residual)]
+        try:
+            flat = self._script(keys=[self.keys.key("model")], args=args)
+        except REDIS_DOWN as error:
+            self.outage.failed(error)
+            return
+        self.outage.answered()
+        self._buffer, self._buffered_updates, self._buffered_drift = {}, 0, 0.0
+        self._read_back(flat)
+
+    def _read_back(self, flat: list[bytes]) -> None:
+        shared: dict[str, list[float]] = {}
+        updates, drift = 0, 0.0
+        for index in range(0, len(flat) - 1, 2):
+            field, raw = flat[index], flat[index + 1]
+            try:
+                value = float(raw)
+                name = field.decode()
+            except (ValueError, UnicodeDecodeError) as error:
+                what = f"link model field {field[:100]!r}"
+                quarantine(self.client, self.keys.key("quarantine", "seams"), what, raw, error)
+                continue
+            if name == "updates":
+                updates = int(value)
+            elif name == "drift":
+                drift = value
+            elif name[:2] in ("w:", "r:"):
+                shared.setdefault(name[2:], [0.0, 0.0])[name[0] == "r"] = value
+        self.shared, self._shared_updates, self._shared_drift = shared, updates, drift
+
+
+# KEYS[1] the model hash; ARGV: max groups, updates, drift, then (group, weight,
+# weighted residual) triples.  Returns the hash, flattened.
+_FLUSH = """
+local key = KEYS[1]
+local groups = (redis.call('HLEN', key) - 2) / 2
+redis.call('HINCRBY', key, 'updates', ARGV[2])
+redis.call('HINCRBYFLOAT', key, 'drift', ARGV[3])
+for i = 4, #ARGV, 3 do
+  local w = 'w:' .. ARGV[i]
+  if redis.call('HEXISTS', key, w) == 1 or groups < tonumber(ARGV[1]) then
+    if redis.call('HEXISTS', key, w) == 0 then groups = groups + 1 end
+    redis.call('HINCRBYFLOAT', key, w, ARGV[i + 1])
+    redis.call('HINCRBYFLOAT', key, 'r:' .. ARGV[i], ARGV[i + 2])
+  end
+end
+return redis.call('HGETALL', key)
+"""
+
+
+class RedisNamedState:
+    """The crawl's small named values (``get_state``/``put_state`` of a frontier
+    store: the scope the seeds gave, the traps) in one hash, ``<prefix>:state``.
+    Each call is one round trip; a value is at most
+    :data:`~scrapy_focus.cluster.values.MAX_VALUE` bytes and read back as bytes,
+    for its owner to parse as data."""
+
+    def __init__(self, client: Any, keys: KeySource) -> None:
+        self.client = client
+        self.keys = keys
+
+    def get_state(self, name: str) -> bytes | None:
+        return self.client.hget(self.keys.key("state"), name)
+
+    def put_state(self, name: str, value: bytes) -> None:
+        self.client.hset(self.keys.key("state"), name, bounded(value, f"state {name!r}"))
