@@ -1,4 +1,5 @@
-"""``scrapy focus-corpus stats|ls|show URL|export``: look into a crawl's corpus."""
+"""``scrapy focus-corpus stats|ls|show URL|export|merge``: look into a crawl's corpus,
+or combine the corpora of a cluster's nodes into one."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from scrapy_focus.commands.location import add_corpus_options, corpus_path
 from scrapy_focus.config import FocusConfig
 from scrapy_focus.corpus.errors import CorpusError
 from scrapy_focus.corpus.export import export_jsonl, export_markdown, export_warc
+from scrapy_focus.corpus.merge import merge_corpora
 from scrapy_focus.corpus.reader import Corpus, Version, stored_state
 from scrapy_focus.corpus.responses import ResponseClasses
 
-ACTIONS = ("stats", "ls", "show", "export")
+ACTIONS = ("stats", "ls", "show", "export", "merge")
 
 
 class Command(ScrapyCommand):
@@ -28,7 +30,9 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "stats|ls|show URL|export [--dir DIR | --spider NAME] [options]"
+        return (
+            "stats|ls|show URL|export [--dir DIR | --spider NAME] [options] | merge DIR... -o DIR"
+        )
 
     def short_desc(self) -> str:
         return "Inspect or export the corpus (LMDB HTTP cache) of a crawl"
@@ -41,7 +45,9 @@ class Command(ScrapyCommand):
             "  show URL     every version of one page (add --body to print the latest body)\n"
             "  export       write accepted pages (--state all: every page) as JSON Lines,\n"
             "               Markdown files or WARC (--format, -O); cookie and\n"
-            "               authorization headers redacted unless --secret-headers\n\n"
+            "               authorization headers redacted unless --secret-headers\n"
+            "  merge DIR... -o DIR   combine corpora (a cluster's nodes' own) into a new\n"
+            "               one: every version of every source, in fetch order\n\n"
             "The corpus is found with --dir, or inside a project with --spider NAME\n"
             "(<HTTPCACHE_DIR>/<NAME>), or as the only corpus in HTTPCACHE_DIR."
         )
@@ -58,6 +64,7 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--output",
             "-O",
+            "-o",
             dest="output",
             help="export file (a directory for markdown; jsonl default: stdout)",
         )
@@ -82,6 +89,9 @@ class Command(ScrapyCommand):
         if not args or args[0] not in ACTIONS:
             raise UsageError(f"the first argument must be one of {', '.join(ACTIONS)}")
         action, rest = args[0], args[1:]
+        if action == "merge":
+            self._merge(rest, opts)
+            return
         config = FocusConfig.from_settings(self.settings).corpus
         path = corpus_path(config, opts)
         try:
@@ -106,6 +116,20 @@ class Command(ScrapyCommand):
                 "FOCUS_CORPUS_RESPONSE_CLASSES: read as data, not imported",
                 file=sys.stderr,
             )
+
+    def _merge(self, rest: list[str], opts: argparse.Namespace) -> None:
+        output = _merge_usage(rest, opts)
+        try:
+            report = merge_corpora([Path(source) for source in rest], output)
+        except CorpusError as exc:
+            raise UsageError(f"merge: {exc}; nothing was written", print_help=False) from exc
+        print(
+            f"merged {report.sources} corpora into {output}: {report.pages} pages, "
+            f"{report.versions} versions, {report.bodies} bodies, {report.states} verdicts, "
+            f"{report.quarantined} quarantined, {report.history} history records"
+        )
+        for skipped in report.skipped:
+            print(f"skipped: {skipped}", file=sys.stderr)
 
     def _stats(self, corpus: Corpus) -> None:
         stats = corpus.stats()
@@ -179,6 +203,12 @@ class Command(ScrapyCommand):
                 "for this corpus); use --state all to export every stored page",
                 file=sys.stderr,
             )
+
+
+def _merge_usage(rest: list[str], opts: argparse.Namespace) -> Path:
+    if not rest or not opts.output:
+        raise UsageError("merge needs the source corpora and -o DIR (a new directory)")
+    return Path(opts.output)
 
 
 def _attempts_before(version: Version) -> list[str]:
