@@ -295,9 +295,13 @@ FOCUS_CLUSTER_NAME = ""
 #: ``<prefix>:payloads`` (hash: entry key -> request as data, never a pickle),
 #: ``<prefix>:seen`` (the seen set), ``<prefix>:leases`` / ``<prefix>:nodes`` (leases out
 #: and the nodes' heartbeats), ``<prefix>:politeness:<host>`` (a host's delay, in-flight
-#: count and backoff), ``<prefix>:counters``, ``<prefix>:history``, ``<prefix>:breaker``,
-#: ``<prefix>:model``, ``<prefix>:state`` (small named values), ``<prefix>:quarantine``
-#: (entries that are not valid data, kept for a person to read).
+#: count and backoff), ``<prefix>:counters`` (hash: ``fetched``, ``relevant``, the crawl's
+#: ``started`` time), ``<prefix>:history`` (hash: ``<domain>\0<engine>`` -> JSON record),
+#: ``<prefix>:breaker`` (hash: domain -> JSON state), ``<prefix>:model`` (hash: the link
+#: model's sums, ``w:<group>``/``r:<group>``, ``updates``, ``drift``), ``<prefix>:state``
+#: (small named values), ``<prefix>:quarantine`` (entries that are not valid data, kept
+#: for a person to read; ``<prefix>:quarantine:seams``, a capped list, for the values
+#: of the counters, history, breaker and model).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
 #: This node's name in leases and heartbeats.  Empty: ``<hostname>-<pid>``.
 FOCUS_CLUSTER_NODE = ""
