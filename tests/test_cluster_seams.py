@@ -114,8 +114,11 @@ def test_counters_survive_a_redis_restart_and_count_while_it_is_away(redis_serve
 def test_a_counter_that_is_not_a_number_is_quarantined(redis_server) -> None:
     client = client_of(redis_server)
     client.hset(KEYS.key("counters"), "fetched", b"__import__('os')")
-    assert RedisCounters(client, KEYS).fetched == 0
+    counters = RedisCounters(client, KEYS)
+    counters.stats = get_crawler(Spider, {}).stats
+    assert counters.fetched == 0
     assert quarantined(client)[0]["value"] == "__import__('os')"
+    assert counters.stats.get_value("focus/cluster/malformed") == 1
 
 
 # -- engine history

@@ -33,8 +33,8 @@ from scrapy_focus.cluster.values import (
     Outage,
     RedisClock,
     bounded,
+    malformed,
     parse_json,
-    quarantine,
 )
 from scrapy_focus.engines.breaker import BreakerState
 
@@ -73,6 +73,7 @@ class RedisBreakerStates:
     ) -> None:
         self.client = client
         self.keys = keys
+        self.stats: Any = None  # the crawler's, for focus/cluster/* counts (install gives it)
         self.ttl = ttl
         self.cache_size = cache_size
         self.clock: Callable[[], float] = clock or RedisClock(client)
@@ -126,7 +127,7 @@ class RedisBreakerStates:
         try:
             return state_from_json(parse_json(raw, what))
         except (ValueError, TypeError) as error:
-            quarantine(self.client, self.keys.key("quarantine", "seams"), what, raw, error)
+            malformed(self, what, raw, error)
             return None
 
     def _remember(

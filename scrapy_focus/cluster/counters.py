@@ -32,7 +32,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, Protocol
 
-from scrapy_focus.cluster.values import REDIS_DOWN, Outage, quarantine
+from scrapy_focus.cluster.values import REDIS_DOWN, Outage, malformed
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ class RedisCounters:
     ) -> None:
         self.client = client
         self.keys = keys
+        self.stats: Any = None  # the crawler's, for focus/cluster/* counts (install gives it)
         self.ttl = ttl
         self.clock = clock
         self._totals = [0, 0]
@@ -88,9 +89,8 @@ class RedisCounters:
         try:
             return int(raw)
         except ValueError as error:
-            quarantine(
-                self.client,
-                self.keys.key("quarantine", "seams"),
+            malformed(
+                self,
                 f"{self._key} {field.decode()}",
                 raw,
                 error,
@@ -147,9 +147,8 @@ class RedisCounters:
         try:
             return float(raw)  # type: ignore[arg-type]
         except (TypeError, ValueError) as error:
-            quarantine(
-                self.client,
-                self.keys.key("quarantine", "seams"),
+            malformed(
+                self,
                 f"{self._key} started",
                 raw or b"",
                 error,

@@ -32,7 +32,13 @@ from dataclasses import asdict, fields, replace
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
-from scrapy_focus.cluster.values import REDIS_DOWN, Outage, bounded, parse_json, quarantine
+from scrapy_focus.cluster.values import (
+    REDIS_DOWN,
+    Outage,
+    bounded,
+    malformed,
+    parse_json,
+)
 from scrapy_focus.engines.history import ENGINES, EngineRecord
 
 logger = logging.getLogger(__name__)
@@ -70,6 +76,7 @@ class RedisHistoryStore:
     ) -> None:
         self.client = client
         self.keys = keys
+        self.stats: Any = None  # the crawler's, for focus/cluster/* counts (install gives it)
         self.engines = engines
         self.ttl = ttl
         self.cache_size = cache_size
@@ -164,5 +171,5 @@ class RedisHistoryStore:
         try:
             return record_from_json(parse_json(raw, what))
         except (ValueError, TypeError) as error:
-            quarantine(self.client, self.keys.key("quarantine", "seams"), what, raw, error)
+            malformed(self, what, raw, error)
             return None

@@ -32,7 +32,7 @@ from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
-from scrapy_focus.cluster.values import REDIS_DOWN, Outage, bounded, quarantine
+from scrapy_focus.cluster.values import REDIS_DOWN, Outage, bounded, malformed
 from scrapy_focus.frontier.link_model import LinkModel
 
 MAX_GROUP = 200  # bytes of a group name kept as it is
@@ -58,6 +58,7 @@ class RedisLinkModel:
     ) -> None:
         self.client = client
         self.keys = keys
+        self.stats: Any = None  # the crawler's, for focus/cluster/* counts (install gives it)
         self.pseudo = pseudo
         self.max_groups = max_groups
         self.flush_every = flush_every
@@ -158,7 +159,7 @@ class RedisLinkModel:
                 name = field.decode()
             except (ValueError, UnicodeDecodeError) as error:
                 what = f"link model field {field[:100]!r}"
-                quarantine(self.client, self.keys.key("quarantine", "seams"), what, raw, error)
+                malformed(self, what, raw, error)
                 continue
             if name == "updates":
                 updates = int(value)

@@ -15,6 +15,8 @@ scheduler's wiring).  The contract:
   by ``spider_opened``, before any key is used); the start-up line "Cluster mode:
   crawl <name> on <url> (from <setting>) as node <node>" is logged then, once, with
   the URL's password left out;
+* a malformed value a part reads back is counted in the crawler's stats as
+  ``focus/cluster/malformed`` (and quarantined: :mod:`~.values`);
 * the link model's shared state replaces the link scorer's model when the crawl
   has a topic (``FocusRuntime.of(crawler).model.scorer.model``).
 """
@@ -123,6 +125,7 @@ def _share_link_model(runtime: FocusRuntime, parts: ClusterParts) -> None:
         model = RedisLinkModel(
             parts.client, parts.keys, pseudo=getattr(scorer.model, "pseudo", 3.0)
         )
+        model.stats = runtime.crawler.stats
         scorer.model = parts.model = model
 
 
@@ -142,6 +145,8 @@ def install(crawler: Crawler) -> ClusterParts | None:
     counters = RedisCounters(client, keys)
     history = RedisHistoryStore(client, keys, engines=tuple(runtime.engines))
     breaker_states = RedisBreakerStates(client, keys)
+    for part in (counters, history, breaker_states):
+        part.stats = crawler.stats
     runtime.provide("counters", counters)
     runtime.provide("history_store", history)
     runtime.provide("breaker_states", breaker_states)

@@ -72,6 +72,15 @@ def quarantine(client: Any, key: str, what: str, raw: bytes, error: Exception) -
         logger.debug("Could not quarantine %s", what, exc_info=True)
 
 
+def malformed(part: Any, what: str, raw: bytes | None, error: Exception) -> None:
+    """:func:`quarantine` for a shared-state part (its ``client``, its crawl's
+    ``keys``), counted in its ``stats`` when it has them (``focus/cluster/malformed``)."""
+    stats = getattr(part, "stats", None)
+    if stats is not None:
+        stats.inc_value("focus/cluster/malformed")
+    quarantine(part.client, part.keys.key("quarantine", "seams"), what, raw or b"", error)
+
+
 class RedisClock:
     """The Redis server's clock, in seconds since the epoch, as a callable.
 
