@@ -34,9 +34,7 @@ def node(farm, redis_server, workdir, name, max_pages, start):
 def http_successes(client) -> float:
     records = client.hgetall("focus:{farm}:history")
     return sum(
-        json.loads(raw)["successes"]
-        for field, raw in records.items()
-        if field.endswith(b"\0http")
+        json.loads(raw)["successes"] for field, raw in records.items() if field.endswith(b"\0http")
     )
 
 
@@ -49,9 +47,7 @@ def test_two_nodes_share_the_page_budget_the_history_and_the_link_model(
     # Pages in flight when the budget was reached still arrive (as on one machine).
     after_first = int(client.hget("focus:{farm}:counters", "fetched"))
     assert after_first == first.stats["focus/pages_fetched"] == len(first.items) >= 6
-    assert (
-        f"Cluster mode: crawl farm on {redis_server.url} (from REDIS_URL) as node a" in first.log
-    )
+    assert f"Cluster mode: crawl farm on {redis_server.url} (from REDIS_URL) as node a" in first.log
     learnt = http_successes(client)
     assert learnt >= 5  # flushed when the crawl closed
     assert int(client.hget("focus:{farm}:model", "updates")) > 0
