@@ -143,6 +143,28 @@ def test_history_learnt_on_one_node_starts_the_ladder_on_another(redis_server) -
     assert store_two.get("spa.test", "http").blocks == pytest.approx(4, rel=0.01)
 
 
+def test_two_nodes_learning_one_domain_at_once_keep_each_others_evidence(redis_server) -> None:
+    clock = Clock()
+    stores = [RedisHistoryStore(client_of(redis_server), KEYS, clock=clock) for _ in range(2)]
+    nodes = [DomainHistory(store, ("http",), probe_rate=0.0) for store in stores]
+    for history in nodes:
+        history.start_engine("busy.test")  # both read the domain before either writes
+    for _ in range(3):
+        nodes[0].observe("busy.test", "http", "success", 0.1)
+    for _ in range(2):
+        nodes[1].observe("busy.test", "http", "blocked", 0.1)
+    nodes[1].observe("busy.test", "http", "success", 0.1)
+    stores[0].flush()
+    stores[1].flush()  # built on no record, while node one's is there: added to it
+    clock.now += stores[0].ttl
+    stored = RedisHistoryStore(client_of(redis_server), KEYS).get("busy.test", "http")
+    assert (stored.successes, stored.blocks, stored.samples) == pytest.approx((4, 2, 6), rel=0.01)
+    assert stores[1].get("busy.test", "http").successes == pytest.approx(4, rel=0.01)
+    nodes[0].observe("busy.test", "http", "success", 0.1)  # built on what it read back
+    stores[0].flush()
+    assert stores[0].get("busy.test", "http").successes == pytest.approx(5, rel=0.01)
+
+
 def test_history_writes_are_batched_and_kept_across_a_restart(redis_server) -> None:
     clock = Clock()
     client = client_of(redis_server)
@@ -151,7 +173,7 @@ def test_history_writes_are_batched_and_kept_across_a_restart(redis_server) -> N
     store.put("b.test", "http", EngineRecord(successes=2))
     assert client.hlen(KEYS.key("history")) == 0  # buffered
     store.put("c.test", "http", EngineRecord(successes=3))
-    assert client.hlen(KEYS.key("history")) == 3  # one HSET of three fields
+    assert client.hlen(KEYS.key("history")) == 3  # one script call for three records
     store.put("d.test", "http", EngineRecord(blocks=1))
     redis_server.stop()
     clock.now += 10

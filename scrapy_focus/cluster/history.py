@@ -11,12 +11,15 @@ The contract (the protocol's, shared by the nodes):
   used out) whose entries are ``ttl`` seconds fresh; a miss reads every engine of
   the domain at once (one ``HMGET``), because the ladder asks for all of them;
 * ``put`` writes to the cache at once (this node reads its own writes) and to
-  Redis within ``flush_every`` puts or ``flush_seconds`` seconds (one ``HSET`` of
-  every pending field: one round trip), and at :meth:`flush`; so history learnt
-  on one node is what another node's ladder reads within about
-  ``flush_seconds + ttl``.  Two nodes putting the same pair meanwhile: the later
-  write wins (the records are decayed evidence, and the next observation adds to
-  the winner);
+  Redis within ``flush_every`` puts or ``flush_seconds`` seconds (one script call
+  for every pending record: one round trip), and at :meth:`flush`; so history
+  learnt on one node is what another node's ladder reads within about
+  ``flush_seconds + ttl``;
+* two nodes observing one domain meanwhile lose none of each other's evidence:
+  a flush sends, with each record, the one it was built on (as last read from
+  Redis), and the script adds what other nodes added since (successes, blocks,
+  failures, samples) to it; the latency is the writer's, ``last_seen`` the
+  later one.  The merged record comes back into the cache;
 * a value that is not a record (not JSON, wrong fields) is quarantined and read
   as no record.
 """
@@ -29,6 +32,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
+from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
@@ -85,7 +89,8 @@ class RedisHistoryStore:
         self.clock = clock
         # domain -> (read at, {engine: record or None})
         self._cache: OrderedDict[str, tuple[float, dict[str, EngineRecord | None]]] = OrderedDict()
-        self._pending: dict[bytes, bytes] = {}
+        self._pending: dict[bytes, tuple[bytes, bytes]] = {}  # field -> (its base, new)
+        self._bases: dict[bytes, bytes] = {}  # field -> as last read from Redis (b"": none)
         self._flushed_at = clock()
         self.outage = Outage("engine history")
 
@@ -109,7 +114,9 @@ class RedisHistoryStore:
         records[engine] = replace(record)
         if len(domain) <= MAX_DOMAIN:
             value = bounded(json.dumps(asdict(record)).encode(), "an engine record")
-            self._pending[self.field(domain, engine)] = value
+            field = self.field(domain, engine)
+            base = self._pending[field][0] if field in self._pending else self._bases.get(field)
+            self._pending[field] = (base or b"", value)
         self._maybe_flush()
 
     def flush(self) -> None:
@@ -119,13 +126,24 @@ class RedisHistoryStore:
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
+        args = [part for field, (base, new) in pending.items() for part in (field, base, new)]
         try:
-            self.client.hset(self.keys.key("history"), mapping=pending)
+            merged = self._merge_script(keys=[self.keys.key("history")], args=args)
         except REDIS_DOWN as error:
             self._pending = {**pending, **self._pending}
             self.outage.failed(error)
             return
         self.outage.answered()
+        for field, raw in zip(pending, merged, strict=True):
+            self._bases[field] = raw
+            domain, _, engine = field.decode().partition("\0")
+            cached = self._cache.get(domain)
+            if cached is not None and field not in self._pending:
+                cached[1][engine] = self._parse(domain, engine, raw)
+
+    @cached_property
+    def _merge_script(self) -> Any:
+        return self.client.register_script(_MERGE)
 
     def _maybe_flush(self) -> None:
         if len(self._pending) >= self.flush_every or (
@@ -145,8 +163,9 @@ class RedisHistoryStore:
                 return self._remember(domain, self.clock(), cached[1] if cached else {})
             self.outage.answered()
             for engine, raw in zip(self.engines, raws, strict=True):
+                self._bases[self.field(domain, engine)] = raw or b""
                 records[engine] = self._parse(domain, engine, raw)
-        for field, value in self._pending.items():  # this node's writes not yet out
+        for field, (_, value) in self._pending.items():  # this node's writes not yet out
             name, _, engine = field.decode().partition("\0")
             if name == domain:
                 records[engine] = self._parse(domain, engine, value)
@@ -161,7 +180,9 @@ class RedisHistoryStore:
         entry = self._cache[domain] = (read_at, records)
         self._cache.move_to_end(domain)
         while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+            gone, _ = self._cache.popitem(last=False)
+            for engine in self.engines:
+                self._bases.pop(self.field(gone, engine), None)  # a pending one keeps its own
         return entry
 
     def _parse(self, domain: str, engine: str, raw: bytes | None) -> EngineRecord | None:
@@ -173,3 +194,34 @@ class RedisHistoryStore:
         except (ValueError, TypeError) as error:
             malformed(self, what, raw, error)
             return None
+
+
+# KEYS[1] the history hash; ARGV: (field, the record it was built on or "", the new
+# record) triples.  Adds what others added since the base; returns the records stored.
+_MERGE = """
+local key, out = KEYS[1], {}
+for i = 1, #ARGV, 3 do
+  local field, base, new = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local stored = redis.call('HGET', key, field)
+  local merged = new
+  if stored and stored ~= base then
+    local ok, s = pcall(cjson.decode, stored)
+    local okb, b = pcall(cjson.decode, base)
+    if not okb or type(b) ~= 'table' then b = {} end
+    if ok and type(s) == 'table' then
+      local n = cjson.decode(new)
+      for _, name in ipairs({'successes', 'blocks', 'failures', 'samples'}) do
+        local added = (tonumber(s[name]) or 0) - (tonumber(b[name]) or 0)
+        if added > 0 then n[name] = (tonumber(n[name]) or 0) + added end
+      end
+      if (tonumber(s.last_seen) or 0) > (tonumber(n.last_seen) or 0) then
+        n.last_seen = s.last_seen
+      end
+      merged = cjson.encode(n)
+    end
+  end
+  redis.call('HSET', key, field, merged)
+  out[#out + 1] = merged
+end
+return out
+"""
