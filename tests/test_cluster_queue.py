@@ -72,6 +72,16 @@ def test_the_queue_orders_by_priority_then_float_score_then_fifo(redis_server) -
     assert sort_value(Request("http://x", priority=-2)) > sort_value(scored("http://x", -5.0, ""))
 
 
+def test_the_queue_keeps_its_order_across_a_redis_restart(redis_server) -> None:
+    _, queue = spider_with_queue(redis_server.url)
+    for n, score in enumerate([0.5, 0.5, 0.9]):
+        queue.push(scored(f"http://a.test/{n}", score, f"t{n}"))
+    redis_server.restart(kill=True)  # AOF: every push was written
+    _, again = spider_with_queue(redis_server.url)
+    again.push(scored("http://a.test/3", 0.5, "t3"))  # the sequence goes on
+    assert [again.pop().meta["tag"] for _ in range(4)] == ["t2", "t0", "t1", "t3"]
+
+
 def test_the_queue_stores_json_even_when_told_to_pickle(redis_server) -> None:
     from scrapy_redis import picklecompat
 

@@ -214,6 +214,25 @@ def test_a_breaker_opened_on_one_node_holds_the_domain_on_another(redis_server) 
     assert one.state("down.test") == "closed"
 
 
+def test_failures_two_nodes_count_at_once_add_up(redis_server) -> None:
+    local = Clock()
+    states = [RedisBreakerStates(client_of(redis_server), KEYS, local_clock=local) for _ in "ab"]
+    one, two = (CircuitBreaker(threshold=4, cooldown=60, clock=s.clock, states=s) for s in states)
+    one.state("flaky.test"), two.state("flaky.test")  # both read it closed
+    one.failure("flaky.test")
+    two.failure("flaky.test")  # built on no state: node one's failure is added
+    one.failure("flaky.test")
+    stored = RedisBreakerStates(client_of(redis_server), KEYS).get("flaky.test")
+    assert stored.failures == 3
+    local.now += states[1].ttl
+    assert two.failure("flaky.test") == 60  # the fourth of the crawl opens it
+    assert one.failure("flaky.test") is None  # node one reads it open: not news
+    assert RedisBreakerStates(client_of(redis_server), KEYS).get("flaky.test").open_until > 0
+    redis_server.restart(kill=True)  # what was written survives a restart
+    local.now += states[0].ttl
+    assert one.state("flaky.test") == "open"
+
+
 def test_breaker_states_are_read_as_data(redis_server) -> None:
     client = client_of(redis_server)
     client.hset(KEYS.key("breaker"), "x.test", b'{"open_until": "soon"}')

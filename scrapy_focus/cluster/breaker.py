@@ -5,8 +5,12 @@ The contract (the protocol's, shared by the nodes):
 
 * one hash, ``<prefix>:breaker``: field the domain, value the
   :class:`~scrapy_focus.engines.breaker.BreakerState` as JSON;
-* ``put`` and ``drop`` write through (one ``HSET`` / ``HDEL``: a round trip, but
-  only when a breaker changes: a failure, or the first success after one);
+* ``put`` and ``drop`` write through (one script call / ``HDEL``: a round trip,
+  but only when a breaker changes: a failure, or the first success after one).
+  ``put`` sends the state it was built on with the new one: failures other nodes
+  counted meanwhile are added to it, and a breaker another node opened for longer
+  stays open (the merged state comes back into the cache); a success anywhere
+  closes it everywhere;
   ``get`` answers from a bounded cache whose entries are ``ttl`` seconds fresh, a
   miss being one ``HGET``, so a breaker one node opened holds the domain on every
   node within ``ttl``;
@@ -25,6 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
+from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
@@ -79,6 +84,7 @@ class RedisBreakerStates:
         self.clock: Callable[[], float] = clock or RedisClock(client)
         self.local_clock = local_clock
         self._cache: OrderedDict[str, tuple[float, BreakerState | None]] = OrderedDict()
+        self._bases: dict[str, bytes] = {}  # domain -> its state as last read (b"": none)
         self.outage = Outage("the circuit breakers")
 
     def get(self, domain: str) -> BreakerState | None:
@@ -91,14 +97,29 @@ class RedisBreakerStates:
     def put(self, domain: str, state: BreakerState) -> None:
         self._remember(domain, replace(state))
         value = bounded(json.dumps(asdict(state)).encode(), "a breaker state")
-        if len(domain) <= MAX_DOMAIN:
-            self._write(lambda: self.client.hset(self.keys.key("breaker"), domain, value))
+        if len(domain) > MAX_DOMAIN:
+            return
+        base = self._bases.get(domain, b"")
+        try:
+            merged = self._merge_script(keys=[self.keys.key("breaker")], args=[domain, base, value])
+        except REDIS_DOWN as error:
+            self.outage.failed(error)
+            return
+        self.outage.answered()
+        self._bases[domain] = merged
+        if merged != value:
+            self._remember(domain, self._parse(domain, merged))
+
+    @cached_property
+    def _merge_script(self) -> Any:
+        return self.client.register_script(_MERGE)
 
     def drop(self, domain: str) -> None:
         cached = self._cache.get(domain)
         if cached is not None and cached[1] is None and self.local_clock() - cached[0] < self.ttl:
             return  # closed, as far as anyone told this node lately: nothing to write
         self._remember(domain, None)
+        self._bases[domain] = b""
         if len(domain) <= MAX_DOMAIN:
             self._write(lambda: self.client.hdel(self.keys.key("breaker"), domain))
 
@@ -121,6 +142,10 @@ class RedisBreakerStates:
             self.outage.failed(error)
             return cached[1] if cached else None
         self.outage.answered()
+        self._bases[domain] = raw or b""
+        return self._parse(domain, raw)
+
+    def _parse(self, domain: str, raw: bytes | None) -> BreakerState | None:
         if raw is None:
             return None
         what = f"breaker state of {domain}"
@@ -136,5 +161,34 @@ class RedisBreakerStates:
         entry = self._cache[domain] = (self.local_clock(), state)
         self._cache.move_to_end(domain)
         while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+            gone, _ = self._cache.popitem(last=False)
+            self._bases.pop(gone, None)
         return entry
+
+
+# KEYS[1] the breaker hash; ARGV: domain, the state the new one was built on (or ""),
+# the new state.  Returns the state stored.
+_MERGE = """
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+local merged = ARGV[3]
+if stored and stored ~= ARGV[2] then
+  local ok, s = pcall(cjson.decode, stored)
+  local okb, b = pcall(cjson.decode, ARGV[2])
+  if not okb or type(b) ~= 'table' then b = {} end
+  if ok and type(s) == 'table' then
+    local n = cjson.decode(ARGV[3])
+    local s_open, n_open = tonumber(s.open_until) or 0, tonumber(n.open_until) or 0
+    if s_open > n_open then
+      merged = stored
+    else
+      local added = (tonumber(s.failures) or 0) - (tonumber(b.failures) or 0)
+      if added > 0 and n_open == (tonumber(b.open_until) or 0) then
+        n.failures = (tonumber(n.failures) or 0) + added
+        merged = cjson.encode(n)
+      end
+    end
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], merged)
+return merged
+"""
