@@ -8,14 +8,15 @@ The contract (the protocol's, for the whole cluster):
   ``FOCUS_MAX_PAGES`` and ``FOCUS_MAX_RELEVANT_PAGES`` are budgets of the crawl,
   not of a node;
 * ``fetched``/``relevant`` read the cluster's totals, cached for ``ttl`` seconds
-  (one ``HMGET`` when the cache is older; an ``add_*`` refreshes it), so a check
-  per request is not a round trip per request;
+  (one ``HMGET`` when the cache is older; an ``add_*`` sets its own total), so a
+  check per request is not a round trip per request;
 * ``elapsed()`` is the seconds since the cluster crawl started: the first node
-  to open writes the start (``HSETNX`` of the Redis server's ``TIME``), later
-  nodes read it, so ``FOCUS_DEADLINE`` ends every node at the same moment, a node
-  that joins late included.  The start stays with the crawl's keys: a cluster
-  crawl resumed later counts its deadline from its first start (delete the
-  ``started`` field to restart the clock);
+  to ask (the stop conditions do, at a node's first request when
+  ``FOCUS_DEADLINE`` is set) writes the start (``HSETNX`` of the Redis server's
+  ``TIME``, one script call), later nodes read it, so ``FOCUS_DEADLINE`` ends
+  every node at the same moment, a node that joins late included.  The start
+  stays with the crawl's keys: a cluster crawl resumed later counts its deadline
+  from its first start (delete the ``started`` field to restart the clock);
 * ``restore(raw)`` does nothing: Redis keeps the counters (a JOBDIR's saved
   ones are one node's past, not the crawl's), and ``to_bytes()`` gives the totals
   as ``LocalCounters`` writes them;
@@ -63,7 +64,8 @@ class RedisCounters:
         self._unsent = [0, 0]  # counted while Redis was away, not yet in it
         self.outage = Outage("the crawl's counters")
         self._read_at = -float("inf")
-        self._start: tuple[float, float] | None = None  # (crawl start, local clock then)
+        # (the crawl's start minus Redis's time then, this node's clock then)
+        self._start: tuple[float, float] | None = None
 
     @property
     def _key(self) -> str:
@@ -89,12 +91,7 @@ class RedisCounters:
         try:
             return int(raw)
         except ValueError as error:
-            malformed(
-                self,
-                f"{self._key} {field.decode()}",
-                raw,
-                error,
-            )
+            malformed(self, f"{self._key} {field.decode()}", raw, error)
             return 0
 
     @property
@@ -147,12 +144,7 @@ class RedisCounters:
         try:
             return float(raw)  # type: ignore[arg-type]
         except (TypeError, ValueError) as error:
-            malformed(
-                self,
-                f"{self._key} started",
-                raw or b"",
-                error,
-            )
+            malformed(self, f"{self._key} started", raw, error)
             return default
 
     def to_bytes(self) -> bytes:
