@@ -16,7 +16,8 @@ may add to them in any order.  The contract of :class:`RedisLinkModel`:
   sum and returns the whole hash, which becomes the local copy;
 * ``correction`` reads the local copy plus this node's buffered sums, no round
   trip: another node's pages move this node's estimates at its next flush;
-* the hash holds at most ``max_groups`` groups: past that, the script adds only
+* the hash holds at most ``max_groups`` groups (each node reads it all back at
+  each flush, about 100 bytes a group): past that, the script adds only
   to groups already there (a new group is not learnt, as the local model forgets
   its oldest);
 * a field whose value is not a number is quarantined and left out of the copy;
@@ -51,7 +52,7 @@ class RedisLinkModel:
         client: Any,
         keys: KeySource,
         pseudo: float = 3.0,
-        max_groups: int = 1_000_000,
+        max_groups: int = 100_000,
         flush_every: int = 64,
         flush_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,

@@ -35,7 +35,8 @@ def restore(
     traps: TrapDetector | None,
 ) -> None:
     raw = store.get_state("link_model")
-    if raw and model.scorer is not None:
+    # A shared model (a cluster's) is kept where it is shared, not in this store.
+    if raw and model.scorer is not None and isinstance(model.scorer.model, LinkModel):
         try:
             model.scorer.model = LinkModel.from_bytes(raw)
         except ValueError:  # from_bytes says so for anything it cannot read
