@@ -100,6 +100,21 @@ def test_the_queue_stores_json_even_when_told_to_pickle(redis_server) -> None:
     )
 
 
+def test_the_json_serializer_keeps_a_requests_data_and_runs_nothing() -> None:
+    from scrapy_focus.cluster import serializer
+
+    meta = {"$b": "aGk=", "text": 'say "$b"', "raw": b"\xff", "pairs": {(1, 2): b"v"}}
+    data = Request("http://a.test/", body=b"\x00", meta=meta).to_dict()
+    back = serializer.loads(serializer.dumps(data))
+    assert back["meta"] == {**meta, "pairs": {(1, 2): b"v"}}  # a "$" key stays data
+    assert back["body"] == b"\x00" and back["headers"] == data["headers"]
+    for crafted in (b'{"url": "u", "$eval": "x"}', b'{"url": {"$b": "!!"}}', b"[1]", b"\x80"):
+        with pytest.raises(ValueError):
+            serializer.loads(crafted)
+    with pytest.raises(TypeError, match="not plain data"):
+        serializer.dumps({"url": "u", "meta": {"callback": print}})
+
+
 class _Boom:
     """Pickles as a call of os.system: what scrapy-redis's pickle queue would run."""
 
