@@ -233,6 +233,21 @@ def test_failures_two_nodes_count_at_once_add_up(redis_server) -> None:
     assert one.state("flaky.test") == "open"
 
 
+def test_a_breaker_opened_while_redis_is_away_reaches_it_when_it_is_back(redis_server) -> None:
+    local = Clock()
+    states = RedisBreakerStates(client_of(redis_server), KEYS, local_clock=local)
+    states.clock.sync()  # the cluster's clock, read while Redis answers
+    breaker = CircuitBreaker(threshold=1, cooldown=60, clock=states.clock, states=states)
+    redis_server.stop()
+    assert breaker.failure("down.test") == 60  # the node goes on with its cache
+    assert breaker.state("down.test") == "open"
+    redis_server.start()
+    local.now += 1  # the next use after the retry interval sends what waited
+    breaker.state("other.test")
+    other = RedisBreakerStates(client_of(redis_server), KEYS)
+    assert other.get("down.test").open_until > 0
+
+
 def test_breaker_states_are_read_as_data(redis_server) -> None:
     client = client_of(redis_server)
     client.hset(KEYS.key("breaker"), "x.test", b'{"open_until": "soon"}')
@@ -279,6 +294,20 @@ def test_link_model_updates_are_flushed_in_batches(redis_server) -> None:
     redis_server.restart(kill=True)
     fresh = RedisLinkModel(client_of(redis_server), KEYS)
     assert fresh.correction(["host:a"]) == pytest.approx(1.5 / 6)
+
+
+def test_link_model_updates_made_while_redis_is_away_are_sent_later(redis_server) -> None:
+    clock = Clock()
+    model = RedisLinkModel(client_of(redis_server), KEYS, flush_every=2, clock=clock)
+    redis_server.stop()
+    for _ in range(3):
+        model.update(["host:a"], 1.0)  # flushes fail: the sums stay buffered
+    assert model.correction(["host:a"]) == pytest.approx(3 / 6)
+    redis_server.start()
+    model.flush()
+    fresh = RedisLinkModel(client_of(redis_server), KEYS)
+    assert fresh.correction(["host:a"]) == pytest.approx(3 / 6)
+    assert fresh.updates == 3
 
 
 def test_a_link_model_field_that_is_not_a_number_is_quarantined(redis_server) -> None:

@@ -19,7 +19,8 @@ The contract (the protocol's, shared by the nodes):
   states must be given it, so an ``open_until`` written by one node means the
   same moment on another (``FocusRuntime.breaker`` takes it from here);
 * a value that is not a state is quarantined and read as none; while Redis is
-  away the cache answers and writes are made again at the next change.
+  away the cache answers and the writes wait in this node, tried again at most
+  once a second, until Redis takes them.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from scrapy_focus.cluster.values import (
 from scrapy_focus.engines.breaker import BreakerState
 
 MAX_DOMAIN = 253
+RETRY_SECONDS = 1.0  # how often writes that waited for Redis are tried again
 _TYPES = {f.name: f.type for f in fields(BreakerState)}
 
 
@@ -85,9 +87,12 @@ class RedisBreakerStates:
         self.local_clock = local_clock
         self._cache: OrderedDict[str, tuple[float, BreakerState | None]] = OrderedDict()
         self._bases: dict[str, bytes] = {}  # domain -> its state as last read (b"": none)
+        self._unsent: dict[str, bytes | None] = {}  # written while Redis was away
+        self._retry_at = 0.0
         self.outage = Outage("the circuit breakers")
 
     def get(self, domain: str) -> BreakerState | None:
+        self._resend()
         cached = self._cache.get(domain)
         if cached is None or self.local_clock() - cached[0] >= self.ttl:
             cached = self._remember(domain, self._read(domain, cached))
@@ -95,41 +100,55 @@ class RedisBreakerStates:
         return replace(state) if state is not None else None
 
     def put(self, domain: str, state: BreakerState) -> None:
+        self._resend()
         self._remember(domain, replace(state))
         value = bounded(json.dumps(asdict(state)).encode(), "a breaker state")
-        if len(domain) > MAX_DOMAIN:
-            return
-        base = self._bases.get(domain, b"")
+        if len(domain) <= MAX_DOMAIN:
+            self._send(domain, value)
+
+    def _send(self, domain: str, value: bytes | None) -> bool:
+        """Write a state (None: drop it); one round trip.  While Redis is away the
+        write waits in :attr:`_unsent` for :meth:`_resend`."""
         try:
-            merged = self._merge_script(keys=[self.keys.key("breaker")], args=[domain, base, value])
+            if value is None:
+                self.client.hdel(self.keys.key("breaker"), domain)
+                merged = b""
+            else:
+                base = self._bases.get(domain, b"")
+                args = [domain, base, value]
+                merged = self._merge_script(keys=[self.keys.key("breaker")], args=args)
         except REDIS_DOWN as error:
             self.outage.failed(error)
-            return
+            self._unsent[domain] = value
+            self._retry_at = self.local_clock() + RETRY_SECONDS
+            return False
         self.outage.answered()
+        self._unsent.pop(domain, None)
         self._bases[domain] = merged
-        if merged != value:
+        if value is not None and merged != value:
             self._remember(domain, self._parse(domain, merged))
+        return True
+
+    def _resend(self) -> None:
+        """Send what waited for Redis (at most once per :data:`RETRY_SECONDS`)."""
+        if not self._unsent or self.local_clock() < self._retry_at:
+            return
+        for domain, value in list(self._unsent.items()):
+            if not self._send(domain, value):
+                return
 
     @cached_property
     def _merge_script(self) -> Any:
         return self.client.register_script(_MERGE)
 
     def drop(self, domain: str) -> None:
+        self._resend()
         cached = self._cache.get(domain)
         if cached is not None and cached[1] is None and self.local_clock() - cached[0] < self.ttl:
             return  # closed, as far as anyone told this node lately: nothing to write
         self._remember(domain, None)
-        self._bases[domain] = b""
         if len(domain) <= MAX_DOMAIN:
-            self._write(lambda: self.client.hdel(self.keys.key("breaker"), domain))
-
-    def _write(self, call: Callable[[], Any]) -> None:
-        try:
-            call()
-        except REDIS_DOWN as error:
-            self.outage.failed(error)
-            return
-        self.outage.answered()
+            self._send(domain, None)
 
     def _read(
         self, domain: str, cached: tuple[float, BreakerState | None] | None
