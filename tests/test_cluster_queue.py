@@ -178,7 +178,9 @@ class Feed(RedisSpider):
     name = "feed"
 
     def parse(self, response):
-        yield {"url": response.url, "depth": response.meta.get("depth", 0)}
+        link = response.meta["focus"].link
+        score = link.score if link is not None else None
+        yield {"url": response.url, "depth": response.meta.get("depth", 0), "score": score}
         for href in response.css("a::attr(href)").getall()[:3]:
             yield response.follow(href)
 """
@@ -206,7 +208,8 @@ def test_redis_spider_start_urls_feed_a_focused_crawl(farm, redis_server, tmp_pa
     assert result.returncode == 0, result.log[-3000:]
     urls = [item["url"] for item in result.items]
     assert set(seeds) <= set(urls), result.log[-3000:]
-    assert any(item["depth"] > 0 for item in result.items)  # followed, ranked by the frontier
+    followed = [item for item in result.items if item["depth"] > 0]
+    assert followed and all(isinstance(item["score"], float) for item in followed)  # ranked
     assert result.stats["focus/pages_fetched"] == len(urls)
     assert client.llen("feed:start_urls") == 0
 
