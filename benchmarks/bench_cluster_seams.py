@@ -11,8 +11,10 @@ the disk is not what is measured):
    one), over ``--pages`` pages on ``--domains`` domains, one node.
 2. **scrapy-redis's queue**: ``--requests`` requests pushed then popped, through
    scrapy-redis's ``PriorityQueue`` (pickle) and through ``FocusPriorityQueue``
-   (JSON, float scores, FIFO ties): requests per second each way, and Redis
-   bytes per queued request (``MEMORY USAGE`` of the sorted set / its size).
+   (JSON, float scores, FIFO ties): requests per second each way (wall), the
+   client's CPU microseconds per request (the fairer figure on a shared
+   machine), and Redis bytes per queued request (``MEMORY USAGE`` of the sorted
+   set / its size).
 
 Usage::
 
@@ -90,22 +92,30 @@ def scored(n: int) -> Request:
     return Request(url, meta={"focus": state, "depth": 2}, headers={"Referer": url})
 
 
-def queue_rates(url: str, queue_class: Any, requests: int) -> tuple[float, float, float]:
+def queue_rates(url: str, queue_class: Any, requests: int) -> tuple[float, ...]:
+    """Pushes and pops per second (wall), their client CPU microseconds, bytes each."""
     spider = Spider.from_crawler(get_crawler(Spider, {}), name="bench")
     client = redis.Redis.from_url(url)
     queue = queue_class(client, spider, "%(spider)s:requests")
     queue.clear()
     batch = [scored(n) for n in range(requests)]
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     for request in batch:
         queue.push(request)
-    pushed = time.perf_counter() - started
+    pushed, pushed_cpu = time.perf_counter() - wall, time.process_time() - cpu
     size = client.memory_usage("bench:requests", samples=0) / len(queue)
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     while queue.pop() is not None:
         pass
-    popped = time.perf_counter() - started
-    return requests / pushed, requests / popped, size
+    popped, popped_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    micros = 1e6 / requests
+    return (
+        requests / pushed,
+        requests / popped,
+        pushed_cpu * micros,
+        popped_cpu * micros,
+        size,
+    )
 
 
 def main() -> None:
@@ -120,13 +130,13 @@ def main() -> None:
     ):
         per_page, rate = seams_round_trips(server.url, args.pages, args.domains)
         print(f"shared seams: {per_page:.3f} Redis round trips per page ({rate:.0f} pages/s)")
-        print("queue                    push/s    pop/s   bytes/request")
+        print("queue                        push/s   pop/s  push CPU µs  pop CPU µs  bytes each")
         for name, cls in (
             ("scrapy-redis PriorityQueue", PriorityQueue),
             ("FocusPriorityQueue", FocusPriorityQueue),
         ):
-            push, pop, size = queue_rates(server.url, cls, args.requests)
-            print(f"{name:26} {push:8.0f} {pop:8.0f} {size:10.0f}")
+            push, pop, push_cpu, pop_cpu, size = queue_rates(server.url, cls, args.requests)
+            print(f"{name:26} {push:8.0f} {pop:7.0f} {push_cpu:12.0f} {pop_cpu:11.0f} {size:11.0f}")
 
 
 if __name__ == "__main__":
