@@ -41,7 +41,7 @@ def http_successes(client) -> float:
 def test_two_nodes_share_the_page_budget_the_history_and_the_link_model(
     farm, redis_server, tmp_path
 ):
-    client = redis.Redis.from_url(redis_server.url)
+    client = redis.Redis.from_url(redis_server.url)  # reconnects after the restart
     first = node(farm, redis_server, tmp_path / "a", "a", 6, "/index.html")
     assert first.stats["finish_reason"] == "focus_max_pages"
     # Pages in flight when the budget was reached still arrive (as on one machine).
@@ -52,6 +52,7 @@ def test_two_nodes_share_the_page_budget_the_history_and_the_link_model(
     assert learnt >= 5  # flushed when the crawl closed
     assert int(client.hget("focus:{farm}:model", "updates")) > 0
 
+    redis_server.restart(kill=True)  # AOF: what node a wrote is kept
     budget = after_first + 3
     second = node(farm, redis_server, tmp_path / "b", "b", budget, "/articles/20.html")
     # The budget is the crawl's: node b fetched about what node a left of it.
