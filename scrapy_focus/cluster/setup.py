@@ -112,6 +112,12 @@ class ClusterParts:
     model: RedisLinkModel | None
     state: RedisNamedState
 
+    def owned_keys(self) -> list[str]:
+        """The Redis keys these parts write (for ``FOCUS_CLUSTER_FLUSH_ON_CLOSE``:
+        nothing here deletes them by itself)."""
+        names = ("counters", "history", "breaker", "model", "state", "quarantine:seams")
+        return [self.keys.key(*name.split(":")) for name in names]
+
     def flush(self) -> None:
         """Write what the parts hold back (history, link model sums)."""
         self.history.flush()
