@@ -187,7 +187,8 @@ class RedisFrontier:
     def release(self, items: Sequence[Release]) -> int:
         """The requests left the downloader (``network``) or were answered from the
         corpus; their hosts' in-flight counts go down.  The leases stay until
-        :meth:`ack`.  Returns how many had no lease any more (reclaimed): no-ops."""
+        :meth:`ack`.  Returns how many were no longer leased to this node (reclaimed,
+        perhaps leased again to another): no-ops."""
         if not items:
             return 0
         args: list[Any] = []
@@ -200,7 +201,8 @@ class RedisFrontier:
     @_unavailable
     def ack(self, keys: Sequence[bytes]) -> int:
         """The pages are done: their leases and payloads are gone for good.  Returns
-        how many keys had no lease (reclaimed or acknowledged before): no-ops."""
+        how many keys were not leased to this node (reclaimed, or acknowledged
+        before): no-ops, so a node declared dead never acknowledges another's lease."""
         if not keys:
             return 0
         gone = int(self._run("ACK", *keys))

@@ -216,11 +216,10 @@ RELEASE = r"""
 local gone, touched = 0, {}
 for i = A + 1, #ARGV, 2 do
   local key = ARGV[i]
-  local rec = redis.call('HGET', K_LEASES, key)
-  if not rec then
+  local node, host, at, before = split(redis.call('HGET', K_LEASES, key) or '')
+  if node ~= NODE then
     gone = gone + 1
   else
-    local _, host, at, before = split(rec)
     local hk = hkey(host)
     local was = redis.call('ZREM', fkey(host), key)
     if ARGV[i + 1] == '1' then
@@ -242,11 +241,10 @@ ACK = r"""
 local gone, touched = 0, {}
 for i = A + 1, #ARGV do
   local key = ARGV[i]
-  local rec = redis.call('HGET', K_LEASES, key)
-  if not rec then
+  local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+  if node ~= NODE then
     gone = gone + 1
   else
-    local node, host = split(rec)
     drop_lease(key, node)
     redis.call('HDEL', K_PAYLOADS, key)
     if redis.call('ZREM', fkey(host), key) == 1 then touched[host] = true end
@@ -262,9 +260,8 @@ QUARANTINE = r"""
 local key = ARGV[A + 1]
 redis.call('LPUSH', K_QUARANTINE, ARGV[A + 2])
 redis.call('LTRIM', K_QUARANTINE, 0, tonumber(ARGV[A + 3]) - 1)
-local rec = redis.call('HGET', K_LEASES, key)
-if not rec then return 0 end
-local node, host = split(rec)
+local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+if node ~= NODE then return 0 end
 drop_lease(key, node)
 redis.call('HDEL', K_PAYLOADS, key)
 redis.call('ZREM', fkey(host), key)
@@ -275,9 +272,8 @@ return 1
 # ARGV: key, new rank.  Returns the new key, or nil when the lease was gone.
 REQUEUE = r"""
 local key = ARGV[A + 1]
-local rec = redis.call('HGET', K_LEASES, key)
-if not rec then return false end
-local node, host, at, before = split(rec)
+local node, host, at, before = split(redis.call('HGET', K_LEASES, key) or '')
+if node ~= NODE then return false end
 drop_lease(key, node)
 local hk = hkey(host)
 if redis.call('ZREM', fkey(host), key) == 1 then give_turn_back(hk, at, before) end
