@@ -63,4 +63,5 @@ def read_cluster(read: Reader) -> ClusterConfig:
         max_backoff=read("FOCUS_CLUSTER_MAX_BACKOFF"),
         idle_check=read("FOCUS_CLUSTER_IDLE_CHECK"),
         flush_on_close=read("FOCUS_CLUSTER_FLUSH_ON_CLOSE"),
+        seen_expected=max(1, read("FOCUS_CLUSTER_SEEN_EXPECTED")),
     )
