@@ -7,6 +7,7 @@ fetched and when.
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 import signal
@@ -135,3 +136,81 @@ def test_a_crafted_queue_entry_is_quarantined_never_executed(farm, redis_server,
     quarantined = client.lrange(keys.key("quarantine"), 0, -1)
     assert len(quarantined) == 2, quarantined
     json.dumps([q.decode("latin-1") for q in quarantined])  # kept as data for a person
+
+
+# /graph/ to depth 3: 1111 pages, long enough to act in the middle of the crawl.
+DEEP = {0} | set(range(1, 1111))
+DEEP_PATHS = {f"/graph/{n}.html" for n in DEEP}
+
+
+def wait_for_fetches(farm, since: float, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while sum(fetched_since(farm, since).values()) < count:
+        assert time.monotonic() < deadline, "the cluster did not start fetching"
+        time.sleep(0.05)
+
+
+def test_a_node_killed_mid_crawl_loses_nothing(farm, redis_server, tmp_path):
+    since = time.monotonic()
+    seeds = [farm.url("/graph/0.html")]
+    settings = node_settings(redis_server, FOCUS_MAX_DEPTH=3, DOWNLOAD_DELAY=0.005)
+    killed, survivor = (Node(tmp_path, name, seeds, settings) for name in ("killed", "survivor"))
+    wait_for_fetches(farm, since, 300)
+    killed.kill()
+    killed_at = time.monotonic()
+    assert survivor.wait() == 0, survivor.text[-3000:]
+    fetched = fetched_since(farm, since)
+    assert set(fetched) == DEEP_PATHS  # the killed node's leases came back
+    twice = [path for path, n in fetched.items() if n > 1]
+    # Only what the killed node had taken and not finished: its downloader's and its inbox.
+    assert len(twice) <= 2 * settings["CONCURRENT_REQUESTS"], twice
+    assert all(n <= 2 for n in fetched.values())
+    # Fetched again once the killed node's heartbeat lapsed, not before.
+    refetched = [t for t, _, path in farm.log if path in twice and t > killed_at]
+    assert all(t - killed_at >= settings["FOCUS_CLUSTER_LEASE_TIMEOUT"] - 1 for t in refetched)
+    assert survivor.stats["finish_reason"] == "finished"
+
+
+def test_redis_killed_and_restarted_mid_crawl_loses_nothing(farm, redis_server, tmp_path):
+    since = time.monotonic()
+    seeds = [farm.url("/graph/0.html")]
+    settings = node_settings(redis_server, FOCUS_MAX_DEPTH=3, DOWNLOAD_DELAY=0.005)
+    nodes = [Node(tmp_path, f"node{i}", seeds, settings) for i in range(2)]
+    wait_for_fetches(farm, since, 300)
+    redis_server.restart(kill=True, down=1.0)  # AOF, fsync always: every write kept
+    codes = [node.wait() for node in nodes]
+    assert codes == [0, 0], nodes[0].text[-3000:] + nodes[1].text[-3000:]
+    fetched = fetched_since(farm, since)
+    assert set(fetched) == DEEP_PATHS
+    assert all(n <= 2 for n in fetched.values())
+    for node in nodes:
+        assert "Redis does not answer" in node.text or "Redis is back" in node.text
+    assert any("Redis is back" in node.text for node in nodes)
+
+
+def test_a_node_that_joins_late_takes_part(farm, redis_server, tmp_path):
+    since = time.monotonic()
+    seeds = [farm.url("/graph/0.html")]
+    settings = node_settings(redis_server, FOCUS_MAX_DEPTH=3, DOWNLOAD_DELAY=0.01)
+    first = Node(tmp_path, "first", seeds, settings)
+    wait_for_fetches(farm, since, 100)
+    late = Node(tmp_path, "late", seeds, settings)
+    assert [first.wait(), late.wait()] == [0, 0], late.text[-3000:]
+    fetched = fetched_since(farm, since)
+    assert set(fetched) == DEEP_PATHS and max(fetched.values()) == 1
+    assert late.stats.get("response_received_count", 0) > 50
+
+
+def test_the_delay_holds_across_nodes(farm, redis_server, tmp_path):
+    # Three nodes, one host: the host sees one request per DOWNLOAD_DELAY, not three.
+    since = time.monotonic()
+    delay = 0.1
+    seeds = [farm.url("/graph/0.html")]
+    settings = node_settings(redis_server, DOWNLOAD_DELAY=delay, FOCUS_MAX_DEPTH=2)
+    nodes = [Node(tmp_path, f"node{i}", seeds, settings) for i in range(3)]
+    assert [node.wait() for node in nodes] == [0, 0, 0]
+    times = sorted(t for t, _, path in farm.log if t >= since and path.startswith("/graph/"))
+    assert len(times) == len(GRAPH)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= delay * 0.95, sorted(gaps)[:5]  # the server's clock, all nodes
+    assert sum(node.stats.get("response_received_count", 0) > 0 for node in nodes) >= 2

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from scrapy_focus.cluster.connection import node_name, redis_client
-from scrapy_focus.cluster.entries import ClusterUnavailable
+from scrapy_focus.cluster.entries import ClusterUnavailable, Status
 from scrapy_focus.cluster.frontier import RedisFrontier
 from scrapy_focus.cluster.keys import ClusterKeys
 from scrapy_focus.cluster.link import ClusterLink
@@ -64,12 +64,14 @@ class ClusterNode:
             buffer=crawler.settings.getint("CONCURRENT_REQUESTS", 16),
             put_state=self._put_state,
             on_pushed=self._pushed,
+            on_status=self._status,
         )
         self.politeness = ClusterPoliteness(
             config.politeness, self.link, self._taken_key, robots_crawl_delay(crawler)
         )
         where = f"{redacted(cluster.url)} {self.keys.prefix}"
         self.store = NodeStore(self.link, self._get_state, where, self.politeness.new_host)
+        self.store.flush_on_close = cluster.flush_on_close
         self.hosts = NodeHostQueues(self.link, self._room)
         self._engine_wake: Any = None
         logger.info(
@@ -113,6 +115,19 @@ class ClusterNode:
             reactor.callFromThread(
                 self.crawler.stats.inc_value, "focus/cluster/seen_elsewhere", elsewhere
             )
+
+    def _status(self, status: Status, counts: dict[str, int]) -> None:
+        from twisted.internet import reactor
+
+        reactor.callFromThread(self._publish, status, counts)
+
+    def _publish(self, status: Status, counts: dict[str, int]) -> None:
+        stats = self.crawler.stats
+        stats.set_value("focus/cluster/status/queued", status.queued)
+        stats.set_value("focus/cluster/status/leased", status.leased)
+        stats.set_value("focus/cluster/status/nodes_alive", status.nodes_alive)
+        for name, value in counts.items():
+            stats.set_value(name, value)
 
     def _put_state(self, name: str, value: bytes) -> None:
         from redis.exceptions import ConnectionError, TimeoutError

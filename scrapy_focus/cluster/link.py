@@ -69,6 +69,7 @@ class ClusterLink:
         buffer: int,
         put_state: Callable[[str, bytes], None],
         on_pushed: Callable[[list[bool]], None] = lambda results: None,
+        on_status: Callable[[Status, dict[str, int]], None] = lambda status, counts: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.frontier = frontier
@@ -87,6 +88,8 @@ class ClusterLink:
         self._room = 1
         self._thread: threading.Thread | None = None
         self.status: Status | None = None
+        self._on_status = on_status
+        self._flush = False
         self._idle_polls: list[float] = []  # when the cluster was seen idle, in a row
         self._last_heartbeat = -float("inf")
         self._last_status = -float("inf")
@@ -121,8 +124,10 @@ class ClusterLink:
     def idle(self) -> bool:
         return len(self._idle_polls) >= 2 and not self.inbox and not self.unsaid()
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Say everything queued, give back the leases not handed out, stop."""
+    def close(self, timeout: float = 10.0, flush: bool = False) -> None:
+        """Say everything queued, give back the leases not handed out, stop;
+        with *flush*, delete the crawl's keys if the whole cluster is done."""
+        self._flush = flush
         for entry in list(self.inbox):
             self.send("requeue", (entry, entry.score))
         self.inbox.clear()
@@ -161,7 +166,22 @@ class ClusterLink:
                 self.down_since = None
             backoff = 0.0
             if stopping:
+                self._flush_if_done()
                 return
+
+    def _flush_if_done(self) -> None:
+        if not self._flush:
+            return
+        try:
+            status = self.frontier.status()
+            if status.queued or status.leased:
+                logger.info("Cluster: other nodes still have work; the crawl's keys stay")
+                return
+            removed = self.frontier.flush()
+        except ClusterUnavailable as error:
+            logger.error("Cluster: the crawl's keys could not be deleted: %s", error)
+            return
+        logger.info("Cluster: the crawl is done; deleted its %d key(s)", removed)
 
     def _unavailable(self, error: Exception, backoff: float) -> float:
         if self.down_since is None:
@@ -252,6 +272,9 @@ class ClusterLink:
         status = self.status = self.frontier.status()
         self.round_trips += 1
         self._last_status = now
+        self._on_status(
+            status, {**self.frontier.stats, "focus/cluster/round_trips": self.round_trips}
+        )
         if status.queued or status.leased or self.inbox or self.unsaid():
             self._idle_polls.clear()
             return

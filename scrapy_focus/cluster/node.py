@@ -58,6 +58,7 @@ class NodeStore:
         self._hosts_seen: set[str] = set()
         self._variants: dict[str, set[str]] = {}
         self.last_taken = _NO_KEY  # the key of the entry pop() gave last
+        self.flush_on_close = False  # FOCUS_CLUSTER_FLUSH_ON_CLOSE
 
     def __len__(self) -> int:
         link = self.link
@@ -168,7 +169,7 @@ class NodeStore:
         return None
 
     def close(self) -> None:
-        self.link.close()
+        self.link.close(flush=self.flush_on_close)
 
 
 class NodeHostQueues:
