@@ -158,8 +158,8 @@ def test_a_turn_is_given_back_when_the_corpus_answered(redis_server: RedisServer
     assert len(first.entries) == 1 and first.wait == pytest.approx(5.0, abs=0.1)
     frontier.release([Release("h", first.entries[0].key, network=False)])
     assert urls(frontier.lease(2).entries) == ["u2"]  # the host's turn was not used
-    frontier.release([Release("h", frontier.keys.key("x").encode(), network=True)])
-    assert frontier.lease(2).wait is None
+    assert frontier.release([Release("h", b"not leased here", network=True)]) == 1
+    assert frontier.lease(2).wait is None  # nothing left to wait for
 
 
 def test_per_host_concurrency_limit_across_nodes(redis_server: RedisServer) -> None:
@@ -355,9 +355,14 @@ def test_a_seen_url_costs_under_a_quarter_of_scrapy_redis_dupefilter(
     n = 100_000
     frontier = make(redis_server, "a", FOCUS_CLUSTER_SEEN_EXPECTED=n)
     client = frontier.client
-    requests = [Request(f"http://h{i % 50}.example/page/{i}?q={i * 7}") for i in range(n)]
     filter_ = RFPDupeFilter(client, "spider:dupefilter")
-    hexes = [filter_.request_fingerprint(request) for request in requests]
+    # what its request_seen() adds: a SHA1 in hex (made here without 100k Request objects)
+    sample = filter_.request_fingerprint(Request("http://h0.example/page/0"))
+    assert len(sample) == 40 and int(sample, 16) >= 0
+    hexes = [
+        hashlib.sha1(f"http://h{i % 50}.example/page/{i}?q={i * 7}".encode()).hexdigest()
+        for i in range(n)
+    ]
     base = client.info("memory")["used_memory"]
     for start in range(0, n, 5000):
         pipe = client.pipeline(transaction=False)
@@ -421,3 +426,30 @@ def test_each_batch_is_one_round_trip(redis_server: RedisServer) -> None:
     assert trips(lambda: frontier.ack([e.key for e in batch])) == 1
     frontier.heartbeat(), frontier.status()
     assert trips(frontier.status) == 1 and trips(frontier.heartbeat) == 1
+
+
+def test_an_entry_written_into_redis_by_someone_else_is_quarantined(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    frontier = make(redis_server, "a")
+    client, keys = frontier.client, frontier.keys
+    crafted = pickle.dumps(_Touch(marker))
+    for key in (b"\x00" * 16, b"short"):  # a well-formed key, and one no node writes
+        client.zadd(keys.key("q", "evil"), {key: 0})
+        client.hset(keys.key("payloads"), key, crafted)
+        client.zadd(keys.key("ready"), {key + b"evil": 0})
+    client.hset(keys.key("host", "evil"), "placed", b"\x00" * 16 + b"evil")
+    client.set(keys.key("seen", "buckets"), b"not a number")
+    entries = frontier.lease(5).entries
+    assert [e.key for e in entries] == [b"\x00" * 16]
+    assert frontier.read(entries[0]) is None and not marker.exists()
+    assert frontier.stats["focus/cluster/malformed_key"] == 1  # b"short" + "evil" in ready
+    # b"short" reached the head of q:evil: set aside when the host was placed again
+    assert [r.get("reason") for r in frontier.quarantined()][::-1] == [
+        "not an entry key",
+        "UnsafePayload: a frontier entry names pathlib.Path.touch: refused",
+    ]
+    assert frontier.lease(5).entries == []
+    assert frontier.push([item("u1")]) == [True]  # the bad bucket count is replaced
+    assert frontier.status().leased == 0

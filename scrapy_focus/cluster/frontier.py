@@ -34,6 +34,7 @@ that turns a leased payload back into data and quarantines what is not.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 from collections import Counter
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from scrapy_focus.cluster import scripts, seen
+from scrapy_focus.cluster import host_scripts, scripts, seen
 from scrapy_focus.cluster.entries import (
     ClusterUnavailable,
     LeaseBatch,
@@ -70,6 +71,7 @@ QUARANTINE_BYTES = 4096  # of a payload kept in its record
 
 
 def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
     def call(self: RedisFrontier, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
@@ -77,7 +79,6 @@ def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
             self.stats["focus/cluster/unavailable"] += 1
             raise ClusterUnavailable(f"Redis did not answer {method.__name__}: {error}") from error
 
-    call.__name__, call.__doc__ = method.__name__, method.__doc__
     return call
 
 
@@ -121,12 +122,13 @@ class RedisFrontier:
             repr(float(politeness.max_backoff)),
         ]
         self._scripts = {
-            name: client.register_script(scripts.LIB + getattr(scripts, name))
-            for name in (
-                "PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM",
-                "BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS",
+            name: client.register_script(scripts.LIB + getattr(module, name))
+            for module, names in (
+                (scripts, ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM")),
+                (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")),
             )
-        }  # fmt: skip
+            for name in names
+        }
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts[name](keys=self._keys, args=[*self._common, *args])
@@ -174,11 +176,14 @@ class RedisFrontier:
         """Up to *limit* entries, best first across the hosts ready now, each leased to
         this node: its host's in-flight count goes up and its turn is taken."""
         limit = max(0, min(limit, MAX_BATCH))
-        wait, queued, flat = self._run("LEASE", limit)
+        wait, queued, flat, dropped = self._run("LEASE", limit)
+        if dropped:
+            logger.warning("%d members of the ready set were not written by a node", dropped)
+            self.stats["focus/cluster/malformed_key"] += int(dropped)
         entries = []
         for i in range(0, len(flat), 3):
-            host, key, payload = flat[i].decode(), flat[i + 1], flat[i + 2]
-            priority, score = decode_rank(key)
+            host, key, payload = flat[i].decode(errors="replace"), flat[i + 1], flat[i + 2]
+            priority, score = decode_rank(key)  # 16 bytes: the script checked
             entries.append(Leased(host, key, priority, score, payload))
         self.stats["focus/cluster/leased"] += len(entries)
         return LeaseBatch(entries, None if wait is None else float(wait), int(queued))
@@ -306,6 +311,8 @@ class RedisFrontier:
         (garbage, or a pickle naming code): then it is :meth:`quarantine`\\ d, one round
         trip; a valid entry costs none.  Nothing in it is ever executed."""
         try:
+            if not entry.payload or len(entry.payload) > MAX_PAYLOAD:
+                raise ValueError(f"a payload of {len(entry.payload)} bytes is not an entry")
             return load_entry(entry.payload)
         except Exception as error:  # whatever a crafted payload raises, it stays data
             reason = f"{type(error).__name__}: {error}"

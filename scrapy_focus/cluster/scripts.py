@@ -105,6 +105,13 @@ local function place(host)
   local f = redis.call('HMGET', hk, 'delay', 'concurrency', 'last', 'backoff_until', 'held')
   if f[5] then return end
   local best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
+  while best and #best ~= 16 do  -- not a key a node wrote: set aside, never leased
+    redis.call('ZREM', qkey(host), best)
+    redis.call('HDEL', K_PAYLOADS, best)
+    redis.call('LPUSH', K_QUARANTINE, cjson.encode({host = host, size = #best,
+                                                    reason = 'not an entry key'}))
+    best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
+  end
   if not best then return end
   local fk = fkey(host)
   redis.call('ZREMRANGEBYSCORE', fk, '-inf', fmt(NOW - INFLIGHT_TIMEOUT))
@@ -148,12 +155,11 @@ local function place_all(hosts) for host in pairs(hosts) do place(host) end end
 # ARGV after the common ones: per item member, bucket source, host, rank, payload,
 # delay, concurrency.  Returns 1 (queued) or 0 (seen before) per item.
 PUSH = r"""
-local buckets = redis.call('GET', K_BUCKETS)
-if not buckets then
+local buckets = tonumber(redis.call('GET', K_BUCKETS) or '')
+if not buckets or buckets < 1 then
   redis.call('SET', K_BUCKETS, ARGV[A + 1])
-  buckets = ARGV[A + 1]
+  buckets = tonumber(ARGV[A + 1])
 end
-buckets = tonumber(buckets)
 local out, touched = {}, {}
 for i = A + 2, #ARGV, 7 do
   local host = ARGV[i + 2]
@@ -174,7 +180,8 @@ place_all(touched)
 return out
 """
 
-# ARGV: limit.  Returns {wait or nil, queued, {host, key, payload, ...}}.
+# ARGV: limit.  Returns {wait or nil, queued, {host, key, payload, ...}, members of
+# ready that no node wrote (dropped)}.
 LEASE = r"""
 local limit = tonumber(ARGV[A + 1])
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
@@ -182,13 +189,15 @@ for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
   place(host)
 end
 redis.call('ZADD', K_NODES, 'NX', fmt(NOW), NODE)
-local out, now = {}, fmt(NOW)
-while #out < 3 * limit do
-  local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
-  if not first then break end
+local out, now, bad = {}, fmt(NOW), 0
+local function take(first)
+  redis.call('ZREM', K_READY, first)  -- also one that host:<host> does not name
   local key, host = string.sub(first, 1, 16), string.sub(first, 17)
+  if host == '' or redis.call('ZREM', qkey(host), key) == 0 then
+    if host ~= '' then place(host) end
+    return false  -- a member no node wrote
+  end
   local hk = hkey(host)
-  redis.call('ZREM', qkey(host), key)
   local f = redis.call('HMGET', hk, 'delay', 'last')
   redis.call('HSET', K_LEASES, key, NODE .. '\n' .. host .. '\n' .. now .. '\n' .. (f[2] or ''))
   redis.call('ZADD', K_DEADLINES, fmt(NOW + LEASE_DEADLINE), key)
@@ -200,6 +209,12 @@ while #out < 3 * limit do
   out[#out + 1] = host
   out[#out + 1] = key
   out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
+  return true
+end
+while #out < 3 * limit do
+  local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
+  if not first then break end
+  if not take(first) then bad = bad + 1 end
 end
 local wait = false
 if redis.call('ZCARD', K_READY) > 0 then
@@ -208,7 +223,7 @@ else
   local first = redis.call('ZRANGE', K_WAITING, 0, 0, 'WITHSCORES')
   if first[2] then wait = fmt(math.max(0, tonumber(first[2]) - NOW)) end
 end
-return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out}
+return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out, bad}
 """
 
 # ARGV: per item key, network (1/0).  Returns how many keys had no lease (reclaimed).
@@ -309,87 +324,4 @@ if n < bound then
 end
 place_all(touched)
 return n
-"""
-
-# ARGV: host, seconds ('' = none: exponential), delay, concurrency.  Returns the wait
-# ('inf' when the host asked for more than max_host_delay and is held).
-BACKOFF = r"""
-local host, secs = ARGV[A + 1], ARGV[A + 2]
-ensure(host, ARGV[A + 3], ARGV[A + 4])
-local hk = hkey(host)
-local level = redis.call('HINCRBY', hk, 'backoff_level', 1)
-local wait = tonumber(secs)
-if not wait then
-  wait = BASE_BACKOFF * 2 ^ (level - 1)
-elseif MAX_HOST_DELAY > 0 and wait > MAX_HOST_DELAY then
-  hold(host, 'it answered Retry-After: ' .. secs .. 's')
-  return 'inf'
-end
-wait = math.max(0, math.min(wait, MAX_BACKOFF))
-if NOW + wait > num(redis.call('HGET', hk, 'backoff_until'), NEVER) then
-  redis.call('HSET', hk, 'backoff_until', fmt(NOW + wait))
-end
-place(host)
-return fmt(wait)
-"""
-
-# ARGV: host, why.
-HOLD = r"""
-hold(ARGV[A + 1], ARGV[A + 2])
-"""
-
-# ARGV: host, delay, concurrency, default delay, default concurrency.
-POLICY = r"""
-local host = ARGV[A + 1]
-ensure(host, ARGV[A + 4], ARGV[A + 5])
-local hk, delay = hkey(host), tonumber(ARGV[A + 2])
-if delay > num(redis.call('HGET', hk, 'delay'), 0) then
-  redis.call('HSET', hk, 'delay', ARGV[A + 2])
-end
-redis.call('HSET', hk, 'concurrency', ARGV[A + 3])
-if MAX_HOST_DELAY > 0 and delay > MAX_HOST_DELAY then
-  hold(host, 'robots.txt asks for a Crawl-delay of ' .. ARGV[A + 2] .. 's')
-end
-place(host)
-"""
-
-# ARGV: host, limit.  Returns {key, payload, ...}, best first.
-ITER = r"""
-local out = {}
-for _, key in ipairs(redis.call('ZRANGE', qkey(ARGV[A + 1]), 0, tonumber(ARGV[A + 2]) - 1)) do
-  out[#out + 1] = key
-  out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
-end
-return out
-"""
-
-# ARGV: host, then per move old key, new rank.  Returns the new key, or nil when the
-# old one was no longer queued, per move.
-REKEY = r"""
-local host = ARGV[A + 1]
-local out = {}
-for i = A + 2, #ARGV, 2 do
-  local old = ARGV[i]
-  if redis.call('ZREM', qkey(host), old) == 1 then
-    local new = new_key(ARGV[i + 1])
-    redis.call('ZADD', qkey(host), 0, new)
-    redis.call('HSET', K_PAYLOADS, new, redis.call('HGET', K_PAYLOADS, old) or '')
-    redis.call('HDEL', K_PAYLOADS, old)
-    out[#out + 1] = new
-  else
-    out[#out + 1] = false
-  end
-end
-place(host)
-return out
-"""
-
-# Returns {queued, held, leased, hosts waiting, hosts ready, nodes alive}.
-STATUS = r"""
-local c = redis.call('HMGET', K_COUNTS, 'queued', 'held')
-return {
-  tonumber(c[1]) or 0, tonumber(c[2]) or 0, redis.call('HLEN', K_LEASES),
-  redis.call('ZCARD', K_WAITING), redis.call('ZCARD', K_READY),
-  redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf'),
-}
 """
