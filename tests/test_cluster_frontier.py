@@ -453,3 +453,13 @@ def test_an_entry_written_into_redis_by_someone_else_is_quarantined(
     assert frontier.lease(5).entries == []
     assert frontier.push([item("u1")]) == [True]  # the bad bucket count is replaced
     assert frontier.status().leased == 0
+
+
+def test_flush_deletes_the_crawls_keys_only(redis_server: RedisServer) -> None:
+    frontier = make(redis_server, "a")
+    frontier.push([item("u1"), item("u2", "h2")])
+    frontier.lease(1)
+    frontier.client.set(b"focus:{other}:q:h", b"another crawl's")
+    assert frontier.flush() >= 8
+    assert frontier.client.keys(b"*") == [b"focus:{other}:q:h"]
+    assert frontier.push([item("u1")]) == [True]  # a new crawl under the same name

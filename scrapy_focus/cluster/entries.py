@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 
 class ClusterUnavailable(Exception):
-    """Redis did not answer (connection refused or lost, timeout, still loading)."""
+    """Redis did not answer (connection refused or lost, timeout, still loading its
+    data, a read-only replica): the caller backs off and calls again."""
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,16 @@ The class is synchronous (redis-py; run it off the reactor).  Each public method
 ONE round trip, one script call, unless its docstring says otherwise.  When Redis
 does not answer, a method raises :class:`ClusterUnavailable`; then:
 
-* ``push``, ``release``, ``ack``, ``backoff``'s hold, ``hold``, ``set_policy``,
-  ``heartbeat``, ``reclaim``, ``status``, ``iter_host`` are safe to call again
-  (``push`` is idempotent per fingerprint; a repeated ``release`` or ``ack`` of a key
-  is a no-op; a repeated ``backoff`` raises the backoff level once more);
+* ``push``, ``release``, ``ack``, ``hold``, ``set_policy``, ``recovered``,
+  ``heartbeat``, ``reclaim``, ``status``, ``iter_host``, ``quarantine`` and ``flush``
+  are safe to call again (``push`` is idempotent per fingerprint; a repeated
+  ``release`` or ``ack`` of a key is a no-op); ``backoff`` too, though a repeated one
+  raises the host's backoff level once more;
 * ``lease``, ``requeue`` and ``rekey`` are not: a lease whose reply was lost stays
   out until its hard deadline (``lease_deadline``), or ``lease_timeout`` after this
   node's heartbeats stop; a lost ``requeue``/``rekey`` reply leaves the entry queued
-  under a key this node does not know (it is still crawled).
+  under a key this node does not know (it is still crawled).  redis-py itself sends
+  a call again after a timeout (``retry_on_timeout``), with the same outcome.
 
 Nothing is ever unpickled here: payloads are bytes the caller encodes with
 :mod:`scrapy_focus.frontier.payload`; :meth:`RedisFrontier.read` is the caller path
@@ -42,6 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ReadOnlyError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_focus.cluster import host_scripts, scripts, seen
@@ -75,7 +78,9 @@ def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
     def call(self: RedisFrontier, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except (RedisConnectionError, RedisTimeoutError) as error:  # BusyLoading is one
+        # BusyLoadingError (Redis reading its data back) is a ConnectionError; a
+        # ReadOnlyError is a replica answering while a failover promotes another
+        except (RedisConnectionError, RedisTimeoutError, ReadOnlyError) as error:
             self.stats["focus/cluster/unavailable"] += 1
             raise ClusterUnavailable(f"Redis did not answer {method.__name__}: {error}") from error
 
@@ -309,7 +314,8 @@ class RedisFrontier:
     def read(self, entry: Leased) -> dict[str, Any] | None:
         """The leased entry's request dict, or None when its payload is not valid data
         (garbage, or a pickle naming code): then it is :meth:`quarantine`\\ d, one round
-        trip; a valid entry costs none.  Nothing in it is ever executed."""
+        trip (ClusterUnavailable if Redis does not answer: the entry stays leased); a
+        valid entry costs none.  Nothing in it is ever executed."""
         try:
             if not entry.payload or len(entry.payload) > MAX_PAYLOAD:
                 raise ValueError(f"a payload of {len(entry.payload)} bytes is not an entry")
