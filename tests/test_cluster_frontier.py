@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import pickle
+import random
 import threading
 import time
 from dataclasses import replace
@@ -463,3 +464,92 @@ def test_flush_deletes_the_crawls_keys_only(redis_server: RedisServer) -> None:
     assert frontier.flush() >= 8
     assert frontier.client.keys(b"*") == [b"focus:{other}:q:h"]
     assert frontier.push([item("u1")]) == [True]  # a new crawl under the same name
+
+
+def _ready_at(frontier: RedisFrontier, host: str, record: dict[bytes, bytes]) -> float:
+    """When *host* may be leased again, by frontier/politeness.py's rule."""
+    dispatched = [
+        t
+        for _, t in frontier.client.zrange(
+            frontier.keys.key("inflight", host), 0, -1, withscores=True
+        )
+    ]
+    if len(dispatched) >= int(record[b"concurrency"]):
+        return min(dispatched) + frontier.politeness.in_flight_timeout
+    last = float(record.get(b"last", "-inf")) + float(record[b"delay"])
+    return max(last, float(record.get(b"backoff_until", "-inf")))
+
+
+def _invariants(frontier: RedisFrontier) -> None:
+    """What every script must leave true, read straight from Redis."""
+    client, keys = frontier.client, frontier.keys
+    ready = client.zrange(keys.key("ready"), 0, -1)
+    waiting = set(client.zrange(keys.key("waiting"), 0, -1))
+    leases = client.hgetall(keys.key("leases"))
+    seconds, micros = client.time()
+    now = seconds + micros / 1e6
+    queued = held = 0
+    prefix = keys.key("q", "").encode()
+    for qkey in client.scan_iter(match=keys.key("q", "*")):
+        host = qkey[len(prefix) :]
+        members = client.zrange(qkey, 0, -1)
+        assert not set(members) & set(leases), "an entry both queued and leased"
+        record = client.hgetall(keys.key("host", host.decode()))
+        if b"held" in record:
+            held += len(members)
+            assert host not in waiting and all(not m.endswith(host) for m in ready)
+            continue
+        queued += len(members)
+        placed = [m for m in ready if m[16:] == host]
+        if members:  # in exactly one of ready (with its best entry) and waiting
+            assert (len(placed), host in waiting) in ((1, False), (0, True)), host
+            assert not placed or placed[0][:16] == members[0]
+            at = _ready_at(frontier, host.decode(), record)
+            if placed:
+                assert at <= now, host
+            else:
+                assert client.zscore(keys.key("waiting"), host) == pytest.approx(at, abs=1e-5)
+    counts = client.hgetall(keys.key("counts"))
+    assert (int(counts.get(b"queued", 0)), int(counts.get(b"held", 0))) == (queued, held)
+    payloads = set(client.hkeys(keys.key("payloads")))
+    assert set(leases) <= payloads
+
+
+def test_random_operations_of_two_nodes_keep_the_frontier_consistent(
+    redis_server: RedisServer,
+) -> None:
+    rng = random.Random(14)
+    settings = {"DOWNLOAD_DELAY": 0.002, "CONCURRENT_REQUESTS_PER_DOMAIN": 2}
+    nodes = [make(redis_server, "a", **settings), make(redis_server, "b", **settings)]
+    taken: dict[str, list[Leased]] = {"a": [], "b": []}
+    hosts = ["h1", "h2", "h3", "h4"]
+    for _ in range(400):
+        node = rng.choice(nodes)
+        mine = taken[node.node]
+        action = rng.random()
+        if action < 0.35:
+            node.push(
+                [item(f"u{rng.randrange(300)}", rng.choice(hosts), rng.random()) for _ in range(3)]
+            )
+        elif action < 0.6:
+            mine.extend(node.lease(rng.randrange(1, 4)).entries)
+        elif action < 0.75 and mine:
+            entry = mine.pop(rng.randrange(len(mine)))
+            node.release([Release(entry.host, entry.key, rng.random() < 0.5)])
+            node.ack([entry.key])
+        elif action < 0.8 and mine:
+            node.requeue(mine.pop(), rng.random())
+        elif action < 0.85:
+            node.backoff(rng.choice(hosts), 0.01)
+        elif action < 0.88:
+            node.set_policy(rng.choice(hosts), rng.choice([0.0, 0.003]), rng.choice([1, 2, 3]))
+        elif action < 0.9:
+            node.hold(rng.choice(hosts), "test")
+        elif action < 0.95:
+            host = rng.choice(hosts)
+            queued = node.iter_host(host, 3)
+            node.rekey(host, [(key, 0, rng.random()) for key, _ in queued])
+        else:
+            time.sleep(0.003)
+        _invariants(node)
+    assert sum(node.stats["focus/cluster/leased"] for node in nodes) > 20
