@@ -94,38 +94,62 @@ local function unplace(host)
   if placed then
     redis.call('ZREM', K_READY, placed)
     redis.call('HDEL', hkey(host), 'placed')
+  else
+    redis.call('ZREM', K_WAITING, host)
   end
-  redis.call('ZREM', K_WAITING, host)
 end
 
--- put host in ready (best entry first) or waiting (by the time it is ready), or neither
-local function place(host)
-  unplace(host)
-  local hk = hkey(host)
-  local f = redis.call('HMGET', hk, 'delay', 'concurrency', 'last', 'backoff_until', 'held')
-  if f[5] then return end
+-- the host's best entry key (nil: none), setting aside the members no node wrote
+local function best_of(host)
   local best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
-  while best and #best ~= 16 do  -- not a key a node wrote: set aside, never leased
+  while best and #best ~= 16 do
     redis.call('ZREM', qkey(host), best)
     redis.call('HDEL', K_PAYLOADS, best)
     redis.call('LPUSH', K_QUARANTINE, cjson.encode({host = host, size = #best,
                                                     reason = 'not an entry key'}))
     best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
   end
-  if not best then return end
+  return best
+end
+
+-- when the host may have its next lease, by frontier/politeness.py's rule
+local function ready_at(host, f)
   local fk = fkey(host)
-  redis.call('ZREMRANGEBYSCORE', fk, '-inf', fmt(NOW - INFLIGHT_TIMEOUT))
-  local at
-  if redis.call('ZCARD', fk) >= num(f[2], 1) then
-    at = tonumber(redis.call('ZRANGE', fk, 0, 0, 'WITHSCORES')[2]) + INFLIGHT_TIMEOUT
-  else
-    at = math.max(num(f[3], NEVER) + num(f[1], 0), num(f[4], NEVER))
+  local limit = num(f[2], 1)
+  if redis.call('ZCARD', fk) >= limit then
+    redis.call('ZREMRANGEBYSCORE', fk, '-inf', fmt(NOW - INFLIGHT_TIMEOUT))
+    if redis.call('ZCARD', fk) >= limit then
+      return tonumber(redis.call('ZRANGE', fk, 0, 0, 'WITHSCORES')[2]) + INFLIGHT_TIMEOUT
+    end
   end
-  if at <= NOW then
-    redis.call('ZADD', K_READY, 0, best .. host)
-    redis.call('HSET', hk, 'placed', best .. host)
-  else
+  return math.max(num(f[3], NEVER) + num(f[1], 0), num(f[4], NEVER))
+end
+
+-- put host in ready (its best entry first) or waiting (by the time it is ready), or
+-- neither (held, or nothing queued); a host is in ready exactly when it has 'placed'
+local function place(host)
+  local hk = hkey(host)
+  local f = redis.call('HMGET', hk, 'delay', 'concurrency', 'last', 'backoff_until', 'held',
+                       'placed')
+  local placed, best = f[6], nil
+  if not f[5] then best = best_of(host) end
+  local at = best and ready_at(host, f)
+  if at and at <= NOW then
+    local member = best .. host
+    if placed == member then return end
+    if placed then redis.call('ZREM', K_READY, placed) else redis.call('ZREM', K_WAITING, host) end
+    redis.call('ZADD', K_READY, 0, member)
+    redis.call('HSET', hk, 'placed', member)
+    return
+  end
+  if placed then
+    redis.call('ZREM', K_READY, placed)
+    redis.call('HDEL', hk, 'placed')
+  end
+  if at then
     redis.call('ZADD', K_WAITING, fmt(at), host)
+  elseif not placed then
+    redis.call('ZREM', K_WAITING, host)
   end
 end
 
@@ -191,10 +215,10 @@ end
 redis.call('ZADD', K_NODES, 'NX', fmt(NOW), NODE)
 local out, now, bad = {}, fmt(NOW), 0
 local function take(first)
-  redis.call('ZREM', K_READY, first)  -- also one that host:<host> does not name
   local key, host = string.sub(first, 1, 16), string.sub(first, 17)
   if host == '' or redis.call('ZREM', qkey(host), key) == 0 then
-    if host ~= '' then place(host) end
+    redis.call('ZREM', K_READY, first)
+    if host ~= '' then unplace(host); place(host) end
     return false  -- a member no node wrote
   end
   local hk = hkey(host)
@@ -206,6 +230,7 @@ local function take(first)
   if num(f[1], 0) > 0 then redis.call('HSET', hk, 'last', now) end
   redis.call('HINCRBY', K_COUNTS, 'queued', -1)
   place(host)
+  redis.call('ZREM', K_READY, first)  -- gone already, unless host:<host> named another
   out[#out + 1] = host
   out[#out + 1] = key
   out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
