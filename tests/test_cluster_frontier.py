@@ -34,6 +34,7 @@ from scrapy_focus.cluster.frontier import (
 )
 from scrapy_focus.cluster.keys import ClusterKeys
 from scrapy_focus.config import FocusConfig
+from scrapy_focus.frontier.entries import decode_rank, encode_key, encode_rank
 from scrapy_focus.frontier.payload import dump_entry
 
 
@@ -553,3 +554,22 @@ def test_random_operations_of_two_nodes_keep_the_frontier_consistent(
             time.sleep(0.003)
         _invariants(node)
     assert sum(node.stats["focus/cluster/leased"] for node in nodes) > 20
+
+
+def test_the_cluster_key_orders_as_the_local_key_without_its_host_id() -> None:
+    for priority, score in ((0, 0.5), (3, 0.0), (-2, 1.0), (0, 0.123456)):
+        assert encode_key(7, priority, score, 99)[4:12] == encode_rank(priority, score)
+        assert decode_rank(encode_rank(priority, score)) == (priority, pytest.approx(score))
+    ranks = [encode_rank(1, 0.1), encode_rank(0, 0.9), encode_rank(0, 0.5)]
+    assert sorted(ranks) == ranks
+
+
+def test_the_first_node_fixes_the_seen_sets_buckets_for_all(redis_server: RedisServer) -> None:
+    small = make(redis_server, "a", FOCUS_CLUSTER_SEEN_EXPECTED=1000)  # 4 buckets
+    large = make(redis_server, "b")  # a million expected: 3907 buckets
+    assert small.push([item(f"u{i}") for i in range(100)]) == [True] * 100
+    assert large.push([item(f"u{i}") for i in range(120)]) == [False] * 100 + [True] * 20
+    client = large.client
+    assert client.get(large.keys.key("seen", "buckets")) == b"4"
+    assert _seen_count(client, large.keys) == 120
+    assert len(list(client.scan_iter(match=large.keys.key("seen", "*")))) == 4 + 1
