@@ -231,8 +231,13 @@ def test_a_lease_past_its_hard_deadline_returns_whatever_the_heartbeats(
     frontier.heartbeat()
     key = frontier.lease(1).entries[0].key
     assert frontier.heartbeat() == 0
+    # index entries without a lease (written by someone else) are dropped, not kept forever
+    deadlines = frontier.keys.key("deadlines")
+    frontier.client.zadd(deadlines, {b"stale %d" % i: 0 for i in range(300)})
     time.sleep(0.35)
+    assert frontier.heartbeat() == 0  # the first 256 past their deadline were stale
     assert frontier.heartbeat() == 1
+    assert frontier.client.zrange(deadlines, 0, -1) == []
     assert [e.key for e in frontier.lease(1).entries] == [key]
 
 

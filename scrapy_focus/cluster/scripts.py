@@ -162,10 +162,12 @@ local function hold(host, why)
 end
 
 -- a lease back to its host's queue, with its key (its place); the host, or nil
-local function give_back(key)
-  local rec = redis.call('HGET', K_LEASES, key)
-  if not rec then return nil end
-  local node, host = split(rec)
+-- (of *owner*'s when given); an index entry without its lease is dropped
+local function give_back(key, owner)
+  local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+  if owner and node ~= owner then redis.call('SREM', nkey(owner), key) end
+  if node == '' then redis.call('ZREM', K_DEADLINES, key) end
+  if node == '' or (owner and node ~= owner) then return nil end
   drop_lease(key, node)
   redis.call('ZREM', fkey(host), key)
   redis.call('ZADD', qkey(host), 0, key)
@@ -335,7 +337,7 @@ local dead = redis.call('ZRANGEBYSCORE', K_NODES, '-inf', '(' .. fmt(NOW - LEASE
 for _, node in ipairs(dead) do
   if n >= bound then break end
   for _, key in ipairs(redis.call('SRANDMEMBER', nkey(node), bound - n)) do
-    local host = give_back(key)
+    local host = give_back(key, node)
     if host then touched[host] = true; n = n + 1 end
   end
   if redis.call('SCARD', nkey(node)) == 0 then redis.call('ZREM', K_NODES, node) end
