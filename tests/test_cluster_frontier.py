@@ -265,6 +265,7 @@ def test_requeue_and_rekey_move_entries_to_new_places(redis_server: RedisServer)
     assert frontier.requeue(taken, 0.2) is None  # its lease is gone
     queued = frontier.iter_host("h", 10)
     assert [payload for _, payload in queued] == [b"u2", b"u3", b"u1"]
+    assert frontier.iter_host("h", 0) == [] and len(frontier.iter_host("h", 2)) == 2
     moved = frontier.rekey("h", [(queued[1][0], 0, 0.95), (taken.key, 0, 0.99)])
     assert moved[0] is not None and moved[1] is None
     assert urls(frontier.lease(10).entries) == ["u3", "u2", "u1"]

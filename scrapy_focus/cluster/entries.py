@@ -45,7 +45,7 @@ class LeaseBatch:
 
 @dataclass(frozen=True)
 class Release:
-    host: str
+    host: str  # for the caller's records: the lease's own host is the one released
     key: bytes
     network: bool  # False: answered from the corpus, the host's turn is given back
 

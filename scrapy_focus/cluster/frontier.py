@@ -39,6 +39,7 @@ import base64
 import functools
 import json
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,7 @@ MAX_PAYLOAD = 256 * 1024  # bytes of one queued request (a request's dict, no bo
 MAX_HOST = 255  # characters of a host (with its port)
 MAX_BATCH = 512  # entries one lease call hands out
 RECLAIM_BOUND = 256  # leases one heartbeat or reclaim returns at most
+MAX_ITER = 10_000  # entries one iter_host call returns
 QUARANTINE_KEEP = 1000  # records kept for a person to read
 QUARANTINE_BYTES = 4096  # of a payload kept in its record
 
@@ -85,6 +87,13 @@ def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
             raise ClusterUnavailable(f"Redis did not answer {method.__name__}: {error}") from error
 
     return call
+
+
+def _seconds(value: float) -> float:
+    """A wait or delay as Redis's scripts read it: not negative, and finite (a host
+    asking for forever asks for more than any FOCUS_MAX_HOST_DELAY)."""
+    value = float(value)
+    return 1e12 if math.isnan(value) or value > 1e12 else max(0.0, value)
 
 
 def _valid_host(host: str) -> str:
@@ -237,7 +246,7 @@ class RedisFrontier:
         longer at each call, bounded by ``FOCUS_MAX_BACKOFF``; a host asking for more
         than ``FOCUS_MAX_HOST_DELAY`` is held.  Returns the wait (``inf``: held)."""
         delay, concurrency = self.host_policy(_valid_host(host))
-        secs = "" if seconds is None else repr(float(seconds))
+        secs = "" if seconds is None else repr(_seconds(seconds))
         wait = float(self._run("BACKOFF", host, secs, repr(delay), concurrency))
         self.stats["focus/cluster/backoff"] += 1
         return wait
@@ -260,7 +269,7 @@ class RedisFrontier:
         ``FOCUS_MAX_HOST_DELAY`` the host is held) and set its concurrency."""
         default_delay, default_concurrency = self.host_policy(_valid_host(host))
         self._run(
-            "POLICY", host, repr(float(delay)), max(1, concurrency),
+            "POLICY", host, repr(_seconds(delay)), max(1, concurrency),
             repr(default_delay), default_concurrency,
         )  # fmt: skip
 
@@ -294,8 +303,11 @@ class RedisFrontier:
 
     @_unavailable
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
-        """The first *limit* queued ``(key, payload)`` of *host*, best first."""
-        flat = self._run("ITER", _valid_host(host), max(0, limit))
+        """The first *limit* (at most ``MAX_ITER``) queued ``(key, payload)`` of *host*,
+        best first."""
+        if limit <= 0:
+            return []
+        flat = self._run("ITER", _valid_host(host), min(limit, MAX_ITER))
         return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
     @_unavailable
