@@ -579,3 +579,15 @@ def test_the_first_node_fixes_the_seen_sets_buckets_for_all(redis_server: RedisS
     assert client.get(large.keys.key("seen", "buckets")) == b"4"
     assert _seen_count(client, large.keys) == 120
     assert len(list(client.scan_iter(match=large.keys.key("seen", "*")))) == 4 + 1
+
+
+def test_unlease_gives_unused_leases_back_in_their_places(redis_server: RedisServer) -> None:
+    a = make(redis_server, "a", DOWNLOAD_DELAY=30.0)
+    b = make(redis_server, "b", DOWNLOAD_DELAY=30.0)
+    a.push([item("u1", score=0.9), item("u2", score=0.5), item("x1", "h2")])
+    taken = a.lease(10).entries
+    assert urls(taken) == ["u1", "x1"] and b.lease(10).entries == []
+    assert b.unlease([e.key for e in taken]) == 0  # not b's leases
+    assert a.unlease([e.key for e in taken]) == 2
+    assert urls(b.lease(10).entries) == ["u1", "x1"]  # their places, and their turns
+    assert a.ack([e.key for e in taken]) == 2

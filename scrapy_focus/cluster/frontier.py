@@ -39,7 +39,6 @@ import base64
 import functools
 import json
 import logging
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -50,12 +49,15 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_focus.cluster import host_scripts, scripts, seen
 from scrapy_focus.cluster.entries import (
+    MAX_HOST,
     ClusterUnavailable,
     LeaseBatch,
     Leased,
     Push,
     Release,
     Status,
+    seconds_for_redis,
+    valid_host,
 )
 from scrapy_focus.frontier.entries import decode_rank, encode_rank
 from scrapy_focus.frontier.payload import load_entry
@@ -67,7 +69,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_PAYLOAD = 256 * 1024  # bytes of one queued request (a request's dict, no body of a page)
-MAX_HOST = 255  # characters of a host (with its port)
 MAX_BATCH = 512  # entries one lease call hands out
 RECLAIM_BOUND = 256  # leases one heartbeat or reclaim returns at most
 MAX_ITER = 10_000  # entries one iter_host call returns
@@ -87,19 +88,6 @@ def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
             raise ClusterUnavailable(f"Redis did not answer {method.__name__}: {error}") from error
 
     return call
-
-
-def _seconds(value: float) -> float:
-    """A wait or delay as Redis's scripts read it: not negative, and finite (a host
-    asking for forever asks for more than any FOCUS_MAX_HOST_DELAY)."""
-    value = float(value)
-    return 1e12 if math.isnan(value) or value > 1e12 else max(0.0, value)
-
-
-def _valid_host(host: str) -> str:
-    if not host or len(host) > MAX_HOST or "\n" in host:
-        raise ValueError(f"not a host a cluster frontier keeps: {host[:80]!r}")
-    return host
 
 
 class RedisFrontier:
@@ -138,7 +126,19 @@ class RedisFrontier:
         self._scripts = {
             name: client.register_script(scripts.LIB + getattr(module, name))
             for module, names in (
-                (scripts, ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM")),
+                (
+                    scripts,
+                    (
+                        "PUSH",
+                        "LEASE",
+                        "RELEASE",
+                        "ACK",
+                        "QUARANTINE",
+                        "REQUEUE",
+                        "RECLAIM",
+                        "UNLEASE",
+                    ),
+                ),
                 (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")),
             )
             for name in names
@@ -170,7 +170,7 @@ class RedisFrontier:
                     f"a request to {item.host} is {len(item.payload)} bytes as data, over "
                     f"the cluster frontier's {MAX_PAYLOAD}"
                 )
-            delay, concurrency = self.host_policy(_valid_host(item.host))
+            delay, concurrency = self.host_policy(valid_host(item.host))
             args += [
                 seen.member(item.fingerprint),
                 seen.bucket_source(item.fingerprint),
@@ -245,8 +245,8 @@ class RedisFrontier:
         """Hold *host* for every node: *seconds* (a ``Retry-After``), else exponentially
         longer at each call, bounded by ``FOCUS_MAX_BACKOFF``; a host asking for more
         than ``FOCUS_MAX_HOST_DELAY`` is held.  Returns the wait (``inf``: held)."""
-        delay, concurrency = self.host_policy(_valid_host(host))
-        secs = "" if seconds is None else repr(_seconds(seconds))
+        delay, concurrency = self.host_policy(valid_host(host))
+        secs = "" if seconds is None else repr(seconds_for_redis(seconds))
         wait = float(self._run("BACKOFF", host, secs, repr(delay), concurrency))
         self.stats["focus/cluster/backoff"] += 1
         return wait
@@ -254,22 +254,22 @@ class RedisFrontier:
     @_unavailable
     def recovered(self, host: str) -> None:
         """*host* answered well again: its next backoff starts from the base."""
-        self.client.hset(self.keys.key("host", _valid_host(host)), "backoff_level", 0)
+        self.client.hset(self.keys.key("host", valid_host(host)), "backoff_level", 0)
 
     @_unavailable
     def hold(self, host: str, why: str) -> None:
         """Set *host* aside for the crawl, on every node: its entries are no longer
         handed out nor counted as queued (``Status.held``)."""
-        self._run("HOLD", _valid_host(host), why[:500])
+        self._run("HOLD", valid_host(host), why[:500])
         self.stats["focus/cluster/held"] += 1
 
     @_unavailable
     def set_policy(self, host: str, delay: float, concurrency: int) -> None:
         """Raise *host*'s delay to *delay* if longer (a robots ``Crawl-delay``; over
         ``FOCUS_MAX_HOST_DELAY`` the host is held) and set its concurrency."""
-        default_delay, default_concurrency = self.host_policy(_valid_host(host))
+        default_delay, default_concurrency = self.host_policy(valid_host(host))
         self._run(
-            "POLICY", host, repr(_seconds(delay)), max(1, concurrency),
+            "POLICY", host, repr(seconds_for_redis(delay)), max(1, concurrency),
             repr(default_delay), default_concurrency,
         )  # fmt: skip
 
@@ -307,7 +307,7 @@ class RedisFrontier:
         best first."""
         if limit <= 0:
             return []
-        flat = self._run("ITER", _valid_host(host), min(limit, MAX_ITER))
+        flat = self._run("ITER", valid_host(host), min(limit, MAX_ITER))
         return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
     @_unavailable
@@ -316,7 +316,7 @@ class RedisFrontier:
         (a new sequence): the new keys, None for an entry no longer queued."""
         if not moves:
             return []
-        args: list[Any] = [_valid_host(host)]
+        args: list[Any] = [valid_host(host)]
         for old, priority, score in moves:
             args += [old, encode_rank(priority, score)]
         return list(self._run("REKEY", *args))
@@ -360,24 +360,26 @@ class RedisFrontier:
 
     @_unavailable
     def flush(self) -> int:
-        """Delete every key of the crawl (only when asked): one SCAN round trip per
-        thousand keys.  Returns how many."""
+        """Delete every key of the crawl (only when asked): one round trip per thousand
+        keys.  Returns how many."""
         pattern = "".join("\\" + c if c in "*?[]\\" else c for c in self.keys.prefix) + ":*"
-        deleted = 0
-        for batch in _batches(self.client.scan_iter(match=pattern, count=1000), 1000):
-            deleted += int(self.client.unlink(*batch))
-        return deleted
+        deleted, batch = 0, []
+        for key in self.client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                deleted, batch = deleted + int(self.client.unlink(*batch)), []
+        return deleted + (int(self.client.unlink(*batch)) if batch else 0)
 
-
-def _batches(items: Any, size: int) -> Any:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    @_unavailable
+    def unlease(self, keys: Sequence[bytes]) -> int:
+        """This node's leases of *keys*, not fetched, back to their hosts' queues in their
+        places (their keys), their turns given back (closing with leases unused).
+        Returns how many were this node's."""
+        if not keys:
+            return 0
+        n = int(self._run("UNLEASE", *keys))
+        self.stats["focus/cluster/unleased"] += n
+        return n
 
 
 __all__ = [

@@ -352,3 +352,19 @@ end
 place_all(touched)
 return n
 """
+
+# ARGV: keys.  Returns how many were this node's leases (given back).
+UNLEASE = r"""
+local n, touched = 0, {}
+for i = A + 1, #ARGV do
+  local node, host, at, before = split(redis.call('HGET', K_LEASES, ARGV[i]) or '')
+  if node == NODE then
+    if redis.call('ZSCORE', fkey(host), ARGV[i]) then give_turn_back(hkey(host), at, before) end
+    give_back(ARGV[i], NODE)
+    touched[host] = true
+    n = n + 1
+  end
+end
+place_all(touched)
+return n
+"""
