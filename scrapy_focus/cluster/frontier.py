@@ -17,14 +17,16 @@ The class is synchronous (redis-py; run it off the reactor).  Each public method
 ONE round trip, one script call, unless its docstring says otherwise.  When Redis
 does not answer, a method raises :class:`ClusterUnavailable`; then:
 
-* ``push``, ``release``, ``ack``, ``backoff``'s hold, ``hold``, ``set_policy``,
-  ``heartbeat``, ``reclaim``, ``status``, ``iter_host`` are safe to call again
-  (``push`` is idempotent per fingerprint; a repeated ``release`` or ``ack`` of a key
-  is a no-op; a repeated ``backoff`` raises the backoff level once more);
+* ``push``, ``release``, ``ack``, ``hold``, ``set_policy``, ``recovered``,
+  ``heartbeat``, ``reclaim``, ``status``, ``iter_host``, ``quarantine`` and ``flush``
+  are safe to call again (``push`` is idempotent per fingerprint; a repeated
+  ``release`` or ``ack`` of a key is a no-op); ``backoff`` too, though a repeated one
+  raises the host's backoff level once more;
 * ``lease``, ``requeue`` and ``rekey`` are not: a lease whose reply was lost stays
   out until its hard deadline (``lease_deadline``), or ``lease_timeout`` after this
   node's heartbeats stop; a lost ``requeue``/``rekey`` reply leaves the entry queued
-  under a key this node does not know (it is still crawled).
+  under a key this node does not know (it is still crawled).  redis-py itself sends
+  a call again after a timeout (``retry_on_timeout``), with the same outcome.
 
 Nothing is ever unpickled here: payloads are bytes the caller encodes with
 :mod:`scrapy_focus.frontier.payload`; :meth:`RedisFrontier.read` is the caller path
@@ -34,6 +36,7 @@ that turns a leased payload back into data and quarantines what is not.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 from collections import Counter
@@ -41,16 +44,20 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ReadOnlyError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from scrapy_focus.cluster import scripts, seen
+from scrapy_focus.cluster import host_scripts, scripts, seen
 from scrapy_focus.cluster.entries import (
+    MAX_HOST,
     ClusterUnavailable,
     LeaseBatch,
     Leased,
     Push,
     Release,
     Status,
+    seconds_for_redis,
+    valid_host,
 )
 from scrapy_focus.frontier.entries import decode_rank, encode_rank
 from scrapy_focus.frontier.payload import load_entry
@@ -62,29 +69,25 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_PAYLOAD = 256 * 1024  # bytes of one queued request (a request's dict, no body of a page)
-MAX_HOST = 255  # characters of a host (with its port)
 MAX_BATCH = 512  # entries one lease call hands out
 RECLAIM_BOUND = 256  # leases one heartbeat or reclaim returns at most
+MAX_ITER = 10_000  # entries one iter_host call returns
 QUARANTINE_KEEP = 1000  # records kept for a person to read
 QUARANTINE_BYTES = 4096  # of a payload kept in its record
 
 
 def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
     def call(self: RedisFrontier, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except (RedisConnectionError, RedisTimeoutError) as error:  # BusyLoading is one
+        # BusyLoadingError (Redis reading its data back) is a ConnectionError; a
+        # ReadOnlyError is a replica answering while a failover promotes another
+        except (RedisConnectionError, RedisTimeoutError, ReadOnlyError) as error:
             self.stats["focus/cluster/unavailable"] += 1
             raise ClusterUnavailable(f"Redis did not answer {method.__name__}: {error}") from error
 
-    call.__name__, call.__doc__ = method.__name__, method.__doc__
     return call
-
-
-def _valid_host(host: str) -> str:
-    if not host or len(host) > MAX_HOST or "\n" in host:
-        raise ValueError(f"not a host a cluster frontier keeps: {host[:80]!r}")
-    return host
 
 
 class RedisFrontier:
@@ -121,12 +124,25 @@ class RedisFrontier:
             repr(float(politeness.max_backoff)),
         ]
         self._scripts = {
-            name: client.register_script(scripts.LIB + getattr(scripts, name))
-            for name in (
-                "PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM",
-                "BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS",
+            name: client.register_script(scripts.LIB + getattr(module, name))
+            for module, names in (
+                (
+                    scripts,
+                    (
+                        "PUSH",
+                        "LEASE",
+                        "RELEASE",
+                        "ACK",
+                        "QUARANTINE",
+                        "REQUEUE",
+                        "RECLAIM",
+                        "UNLEASE",
+                    ),
+                ),
+                (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")),
             )
-        }  # fmt: skip
+            for name in names
+        }
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts[name](keys=self._keys, args=[*self._common, *args])
@@ -154,7 +170,7 @@ class RedisFrontier:
                     f"a request to {item.host} is {len(item.payload)} bytes as data, over "
                     f"the cluster frontier's {MAX_PAYLOAD}"
                 )
-            delay, concurrency = self.host_policy(_valid_host(item.host))
+            delay, concurrency = self.host_policy(valid_host(item.host))
             args += [
                 seen.member(item.fingerprint),
                 seen.bucket_source(item.fingerprint),
@@ -174,11 +190,14 @@ class RedisFrontier:
         """Up to *limit* entries, best first across the hosts ready now, each leased to
         this node: its host's in-flight count goes up and its turn is taken."""
         limit = max(0, min(limit, MAX_BATCH))
-        wait, queued, flat = self._run("LEASE", limit)
+        wait, queued, flat, dropped = self._run("LEASE", limit)
+        if dropped:
+            logger.warning("%d members of the ready set were not written by a node", dropped)
+            self.stats["focus/cluster/malformed_key"] += int(dropped)
         entries = []
         for i in range(0, len(flat), 3):
-            host, key, payload = flat[i].decode(), flat[i + 1], flat[i + 2]
-            priority, score = decode_rank(key)
+            host, key, payload = flat[i].decode(errors="replace"), flat[i + 1], flat[i + 2]
+            priority, score = decode_rank(key)  # 16 bytes: the script checked
             entries.append(Leased(host, key, priority, score, payload))
         self.stats["focus/cluster/leased"] += len(entries)
         return LeaseBatch(entries, None if wait is None else float(wait), int(queued))
@@ -226,8 +245,8 @@ class RedisFrontier:
         """Hold *host* for every node: *seconds* (a ``Retry-After``), else exponentially
         longer at each call, bounded by ``FOCUS_MAX_BACKOFF``; a host asking for more
         than ``FOCUS_MAX_HOST_DELAY`` is held.  Returns the wait (``inf``: held)."""
-        delay, concurrency = self.host_policy(_valid_host(host))
-        secs = "" if seconds is None else repr(float(seconds))
+        delay, concurrency = self.host_policy(valid_host(host))
+        secs = "" if seconds is None else repr(seconds_for_redis(seconds))
         wait = float(self._run("BACKOFF", host, secs, repr(delay), concurrency))
         self.stats["focus/cluster/backoff"] += 1
         return wait
@@ -235,22 +254,22 @@ class RedisFrontier:
     @_unavailable
     def recovered(self, host: str) -> None:
         """*host* answered well again: its next backoff starts from the base."""
-        self.client.hset(self.keys.key("host", _valid_host(host)), "backoff_level", 0)
+        self.client.hset(self.keys.key("host", valid_host(host)), "backoff_level", 0)
 
     @_unavailable
     def hold(self, host: str, why: str) -> None:
         """Set *host* aside for the crawl, on every node: its entries are no longer
         handed out nor counted as queued (``Status.held``)."""
-        self._run("HOLD", _valid_host(host), why[:500])
+        self._run("HOLD", valid_host(host), why[:500])
         self.stats["focus/cluster/held"] += 1
 
     @_unavailable
     def set_policy(self, host: str, delay: float, concurrency: int) -> None:
         """Raise *host*'s delay to *delay* if longer (a robots ``Crawl-delay``; over
         ``FOCUS_MAX_HOST_DELAY`` the host is held) and set its concurrency."""
-        default_delay, default_concurrency = self.host_policy(_valid_host(host))
+        default_delay, default_concurrency = self.host_policy(valid_host(host))
         self._run(
-            "POLICY", host, repr(float(delay)), max(1, concurrency),
+            "POLICY", host, repr(seconds_for_redis(delay)), max(1, concurrency),
             repr(default_delay), default_concurrency,
         )  # fmt: skip
 
@@ -284,8 +303,11 @@ class RedisFrontier:
 
     @_unavailable
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
-        """The first *limit* queued ``(key, payload)`` of *host*, best first."""
-        flat = self._run("ITER", _valid_host(host), max(0, limit))
+        """The first *limit* (at most ``MAX_ITER``) queued ``(key, payload)`` of *host*,
+        best first."""
+        if limit <= 0:
+            return []
+        flat = self._run("ITER", valid_host(host), min(limit, MAX_ITER))
         return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
     @_unavailable
@@ -294,7 +316,7 @@ class RedisFrontier:
         (a new sequence): the new keys, None for an entry no longer queued."""
         if not moves:
             return []
-        args: list[Any] = [_valid_host(host)]
+        args: list[Any] = [valid_host(host)]
         for old, priority, score in moves:
             args += [old, encode_rank(priority, score)]
         return list(self._run("REKEY", *args))
@@ -304,8 +326,11 @@ class RedisFrontier:
     def read(self, entry: Leased) -> dict[str, Any] | None:
         """The leased entry's request dict, or None when its payload is not valid data
         (garbage, or a pickle naming code): then it is :meth:`quarantine`\\ d, one round
-        trip; a valid entry costs none.  Nothing in it is ever executed."""
+        trip (ClusterUnavailable if Redis does not answer: the entry stays leased); a
+        valid entry costs none.  Nothing in it is ever executed."""
         try:
+            if not entry.payload or len(entry.payload) > MAX_PAYLOAD:
+                raise ValueError(f"a payload of {len(entry.payload)} bytes is not an entry")
             return load_entry(entry.payload)
         except Exception as error:  # whatever a crafted payload raises, it stays data
             reason = f"{type(error).__name__}: {error}"
@@ -335,24 +360,26 @@ class RedisFrontier:
 
     @_unavailable
     def flush(self) -> int:
-        """Delete every key of the crawl (only when asked): one SCAN round trip per
-        thousand keys.  Returns how many."""
+        """Delete every key of the crawl (only when asked): one round trip per thousand
+        keys.  Returns how many."""
         pattern = "".join("\\" + c if c in "*?[]\\" else c for c in self.keys.prefix) + ":*"
-        deleted = 0
-        for batch in _batches(self.client.scan_iter(match=pattern, count=1000), 1000):
-            deleted += int(self.client.unlink(*batch))
-        return deleted
+        deleted, batch = 0, []
+        for key in self.client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                deleted, batch = deleted + int(self.client.unlink(*batch)), []
+        return deleted + (int(self.client.unlink(*batch)) if batch else 0)
 
-
-def _batches(items: Any, size: int) -> Any:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    @_unavailable
+    def unlease(self, keys: Sequence[bytes]) -> int:
+        """This node's leases of *keys*, not fetched, back to their hosts' queues in their
+        places (their keys), their turns given back (closing with leases unused).
+        Returns how many were this node's."""
+        if not keys:
+            return 0
+        n = int(self._run("UNLEASE", *keys))
+        self.stats["focus/cluster/unleased"] += n
+        return n
 
 
 __all__ = [

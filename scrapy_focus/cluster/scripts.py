@@ -94,31 +94,62 @@ local function unplace(host)
   if placed then
     redis.call('ZREM', K_READY, placed)
     redis.call('HDEL', hkey(host), 'placed')
+  else
+    redis.call('ZREM', K_WAITING, host)
   end
-  redis.call('ZREM', K_WAITING, host)
 end
 
--- put host in ready (best entry first) or waiting (by the time it is ready), or neither
-local function place(host)
-  unplace(host)
-  local hk = hkey(host)
-  local f = redis.call('HMGET', hk, 'delay', 'concurrency', 'last', 'backoff_until', 'held')
-  if f[5] then return end
+-- the host's best entry key (nil: none), setting aside the members no node wrote
+local function best_of(host)
   local best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
-  if not best then return end
-  local fk = fkey(host)
-  redis.call('ZREMRANGEBYSCORE', fk, '-inf', fmt(NOW - INFLIGHT_TIMEOUT))
-  local at
-  if redis.call('ZCARD', fk) >= num(f[2], 1) then
-    at = tonumber(redis.call('ZRANGE', fk, 0, 0, 'WITHSCORES')[2]) + INFLIGHT_TIMEOUT
-  else
-    at = math.max(num(f[3], NEVER) + num(f[1], 0), num(f[4], NEVER))
+  while best and #best ~= 16 do
+    redis.call('ZREM', qkey(host), best)
+    redis.call('HDEL', K_PAYLOADS, best)
+    redis.call('LPUSH', K_QUARANTINE, cjson.encode({host = host, size = #best,
+                                                    reason = 'not an entry key'}))
+    best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
   end
-  if at <= NOW then
-    redis.call('ZADD', K_READY, 0, best .. host)
-    redis.call('HSET', hk, 'placed', best .. host)
-  else
+  return best
+end
+
+-- when the host may have its next lease, by frontier/politeness.py's rule
+local function ready_at(host, f)
+  local fk = fkey(host)
+  local limit = num(f[2], 1)
+  if redis.call('ZCARD', fk) >= limit then
+    redis.call('ZREMRANGEBYSCORE', fk, '-inf', fmt(NOW - INFLIGHT_TIMEOUT))
+    if redis.call('ZCARD', fk) >= limit then
+      return tonumber(redis.call('ZRANGE', fk, 0, 0, 'WITHSCORES')[2]) + INFLIGHT_TIMEOUT
+    end
+  end
+  return math.max(num(f[3], NEVER) + num(f[1], 0), num(f[4], NEVER))
+end
+
+-- put host in ready (its best entry first) or waiting (by the time it is ready), or
+-- neither (held, or nothing queued); a host is in ready exactly when it has 'placed'
+local function place(host)
+  local hk = hkey(host)
+  local f = redis.call('HMGET', hk, 'delay', 'concurrency', 'last', 'backoff_until', 'held',
+                       'placed')
+  local placed, best = f[6], nil
+  if not f[5] then best = best_of(host) end
+  local at = best and ready_at(host, f)
+  if at and at <= NOW then
+    local member = best .. host
+    if placed == member then return end
+    if placed then redis.call('ZREM', K_READY, placed) else redis.call('ZREM', K_WAITING, host) end
+    redis.call('ZADD', K_READY, 0, member)
+    redis.call('HSET', hk, 'placed', member)
+    return
+  end
+  if placed then
+    redis.call('ZREM', K_READY, placed)
+    redis.call('HDEL', hk, 'placed')
+  end
+  if at then
     redis.call('ZADD', K_WAITING, fmt(at), host)
+  elseif not placed then
+    redis.call('ZREM', K_WAITING, host)
   end
 end
 
@@ -131,10 +162,12 @@ local function hold(host, why)
 end
 
 -- a lease back to its host's queue, with its key (its place); the host, or nil
-local function give_back(key)
-  local rec = redis.call('HGET', K_LEASES, key)
-  if not rec then return nil end
-  local node, host = split(rec)
+-- (of *owner*'s when given); an index entry without its lease is dropped
+local function give_back(key, owner)
+  local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+  if owner and node ~= owner then redis.call('SREM', nkey(owner), key) end
+  if node == '' then redis.call('ZREM', K_DEADLINES, key) end
+  if node == '' or (owner and node ~= owner) then return nil end
   drop_lease(key, node)
   redis.call('ZREM', fkey(host), key)
   redis.call('ZADD', qkey(host), 0, key)
@@ -148,12 +181,11 @@ local function place_all(hosts) for host in pairs(hosts) do place(host) end end
 # ARGV after the common ones: per item member, bucket source, host, rank, payload,
 # delay, concurrency.  Returns 1 (queued) or 0 (seen before) per item.
 PUSH = r"""
-local buckets = redis.call('GET', K_BUCKETS)
-if not buckets then
+local buckets = tonumber(redis.call('GET', K_BUCKETS) or '')
+if not buckets or buckets < 1 then
   redis.call('SET', K_BUCKETS, ARGV[A + 1])
-  buckets = ARGV[A + 1]
+  buckets = tonumber(ARGV[A + 1])
 end
-buckets = tonumber(buckets)
 local out, touched = {}, {}
 for i = A + 2, #ARGV, 7 do
   local host = ARGV[i + 2]
@@ -174,7 +206,8 @@ place_all(touched)
 return out
 """
 
-# ARGV: limit.  Returns {wait or nil, queued, {host, key, payload, ...}}.
+# ARGV: limit.  Returns {wait or nil, queued, {host, key, payload, ...}, members of
+# ready that no node wrote (dropped)}.
 LEASE = r"""
 local limit = tonumber(ARGV[A + 1])
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
@@ -182,13 +215,15 @@ for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
   place(host)
 end
 redis.call('ZADD', K_NODES, 'NX', fmt(NOW), NODE)
-local out, now = {}, fmt(NOW)
-while #out < 3 * limit do
-  local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
-  if not first then break end
+local out, now, bad = {}, fmt(NOW), 0
+local function take(first)
   local key, host = string.sub(first, 1, 16), string.sub(first, 17)
+  if host == '' or redis.call('ZREM', qkey(host), key) == 0 then
+    redis.call('ZREM', K_READY, first)
+    if host ~= '' then unplace(host); place(host) end
+    return false  -- a member no node wrote
+  end
   local hk = hkey(host)
-  redis.call('ZREM', qkey(host), key)
   local f = redis.call('HMGET', hk, 'delay', 'last')
   redis.call('HSET', K_LEASES, key, NODE .. '\n' .. host .. '\n' .. now .. '\n' .. (f[2] or ''))
   redis.call('ZADD', K_DEADLINES, fmt(NOW + LEASE_DEADLINE), key)
@@ -197,9 +232,16 @@ while #out < 3 * limit do
   if num(f[1], 0) > 0 then redis.call('HSET', hk, 'last', now) end
   redis.call('HINCRBY', K_COUNTS, 'queued', -1)
   place(host)
+  redis.call('ZREM', K_READY, first)  -- gone already, unless host:<host> named another
   out[#out + 1] = host
   out[#out + 1] = key
   out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
+  return true
+end
+while #out < 3 * limit do
+  local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
+  if not first then break end
+  if not take(first) then bad = bad + 1 end
 end
 local wait = false
 if redis.call('ZCARD', K_READY) > 0 then
@@ -208,7 +250,7 @@ else
   local first = redis.call('ZRANGE', K_WAITING, 0, 0, 'WITHSCORES')
   if first[2] then wait = fmt(math.max(0, tonumber(first[2]) - NOW)) end
 end
-return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out}
+return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out, bad}
 """
 
 # ARGV: per item key, network (1/0).  Returns how many keys had no lease (reclaimed).
@@ -295,7 +337,7 @@ local dead = redis.call('ZRANGEBYSCORE', K_NODES, '-inf', '(' .. fmt(NOW - LEASE
 for _, node in ipairs(dead) do
   if n >= bound then break end
   for _, key in ipairs(redis.call('SRANDMEMBER', nkey(node), bound - n)) do
-    local host = give_back(key)
+    local host = give_back(key, node)
     if host then touched[host] = true; n = n + 1 end
   end
   if redis.call('SCARD', nkey(node)) == 0 then redis.call('ZREM', K_NODES, node) end
@@ -311,85 +353,18 @@ place_all(touched)
 return n
 """
 
-# ARGV: host, seconds ('' = none: exponential), delay, concurrency.  Returns the wait
-# ('inf' when the host asked for more than max_host_delay and is held).
-BACKOFF = r"""
-local host, secs = ARGV[A + 1], ARGV[A + 2]
-ensure(host, ARGV[A + 3], ARGV[A + 4])
-local hk = hkey(host)
-local level = redis.call('HINCRBY', hk, 'backoff_level', 1)
-local wait = tonumber(secs)
-if not wait then
-  wait = BASE_BACKOFF * 2 ^ (level - 1)
-elseif MAX_HOST_DELAY > 0 and wait > MAX_HOST_DELAY then
-  hold(host, 'it answered Retry-After: ' .. secs .. 's')
-  return 'inf'
-end
-wait = math.max(0, math.min(wait, MAX_BACKOFF))
-if NOW + wait > num(redis.call('HGET', hk, 'backoff_until'), NEVER) then
-  redis.call('HSET', hk, 'backoff_until', fmt(NOW + wait))
-end
-place(host)
-return fmt(wait)
-"""
-
-# ARGV: host, why.
-HOLD = r"""
-hold(ARGV[A + 1], ARGV[A + 2])
-"""
-
-# ARGV: host, delay, concurrency, default delay, default concurrency.
-POLICY = r"""
-local host = ARGV[A + 1]
-ensure(host, ARGV[A + 4], ARGV[A + 5])
-local hk, delay = hkey(host), tonumber(ARGV[A + 2])
-if delay > num(redis.call('HGET', hk, 'delay'), 0) then
-  redis.call('HSET', hk, 'delay', ARGV[A + 2])
-end
-redis.call('HSET', hk, 'concurrency', ARGV[A + 3])
-if MAX_HOST_DELAY > 0 and delay > MAX_HOST_DELAY then
-  hold(host, 'robots.txt asks for a Crawl-delay of ' .. ARGV[A + 2] .. 's')
-end
-place(host)
-"""
-
-# ARGV: host, limit.  Returns {key, payload, ...}, best first.
-ITER = r"""
-local out = {}
-for _, key in ipairs(redis.call('ZRANGE', qkey(ARGV[A + 1]), 0, tonumber(ARGV[A + 2]) - 1)) do
-  out[#out + 1] = key
-  out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
-end
-return out
-"""
-
-# ARGV: host, then per move old key, new rank.  Returns the new key, or nil when the
-# old one was no longer queued, per move.
-REKEY = r"""
-local host = ARGV[A + 1]
-local out = {}
-for i = A + 2, #ARGV, 2 do
-  local old = ARGV[i]
-  if redis.call('ZREM', qkey(host), old) == 1 then
-    local new = new_key(ARGV[i + 1])
-    redis.call('ZADD', qkey(host), 0, new)
-    redis.call('HSET', K_PAYLOADS, new, redis.call('HGET', K_PAYLOADS, old) or '')
-    redis.call('HDEL', K_PAYLOADS, old)
-    out[#out + 1] = new
-  else
-    out[#out + 1] = false
+# ARGV: keys.  Returns how many were this node's leases (given back).
+UNLEASE = r"""
+local n, touched = 0, {}
+for i = A + 1, #ARGV do
+  local node, host, at, before = split(redis.call('HGET', K_LEASES, ARGV[i]) or '')
+  if node == NODE then
+    if redis.call('ZSCORE', fkey(host), ARGV[i]) then give_turn_back(hkey(host), at, before) end
+    give_back(ARGV[i], NODE)
+    touched[host] = true
+    n = n + 1
   end
 end
-place(host)
-return out
-"""
-
-# Returns {queued, held, leased, hosts waiting, hosts ready, nodes alive}.
-STATUS = r"""
-local c = redis.call('HMGET', K_COUNTS, 'queued', 'held')
-return {
-  tonumber(c[1]) or 0, tonumber(c[2]) or 0, redis.call('HLEN', K_LEASES),
-  redis.call('ZCARD', K_WAITING), redis.call('ZCARD', K_READY),
-  redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf'),
-}
+place_all(touched)
+return n
 """
