@@ -31,14 +31,14 @@ from scrapy_focus.engines.headers import awaited
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from scrapy_focus.cluster.assembly import ClusterNode
     from scrapy_focus.corpus.db import CorpusDB
     from scrapy_focus.engines.breaker import CircuitBreaker
     from scrapy_focus.engines.discovery import EngineInfo
     from scrapy_focus.engines.history import DomainHistory
     from scrapy_focus.engines.pool import BrowserPool
-    from scrapy_focus.frontier.politeness import Politeness
     from scrapy_focus.frontier.relevance import FocusModel
-    from scrapy_focus.frontier.seams import CrawlCounters
+    from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
     from scrapy_focus.signals import PageOutputs
 
 logger = logging.getLogger(__name__)
@@ -78,10 +78,22 @@ class FocusRuntime:
     # -- the shared parts
 
     @cached_property
-    def politeness(self) -> Politeness:
+    def politeness(self) -> PolitenessState:
+        """Per-host readiness: decided in Redis for every node in cluster mode."""
+        if self.cluster is not None:
+            return self.cluster.politeness
         from scrapy_focus.frontier.politeness import Politeness, robots_crawl_delay
 
         return Politeness(self.config.politeness, robots_crawl_delay(self.crawler))
+
+    @cached_property
+    def cluster(self) -> ClusterNode | None:
+        """This node's cluster parts when cluster mode is on (:mod:`scrapy_focus.cluster`)."""
+        if not self.config.cluster.enabled:
+            return None
+        from scrapy_focus.cluster.assembly import ClusterNode
+
+        return ClusterNode(self.crawler, self.config)
 
     @cached_property
     def model(self) -> FocusModel:

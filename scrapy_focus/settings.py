@@ -291,17 +291,22 @@ FOCUS_CLUSTER_NAME = ""
 #: braces are a Redis Cluster hash tag: all of one crawl's keys live in one slot, so its
 #: scripts may touch any of them.  The keys under it:
 #: ``<prefix>:q:<host>`` (sorted set: a host's queue, best first, FIFO among equals),
-#: ``<prefix>:hosts`` (sorted set: hosts by the time their next request may go),
 #: ``<prefix>:payloads`` (hash: entry key -> request as data, never a pickle),
-#: ``<prefix>:seen`` (the seen set), ``<prefix>:leases`` / ``<prefix>:nodes`` (leases out
-#: and the nodes' heartbeats), ``<prefix>:politeness:<host>`` (a host's delay, in-flight
-#: count and backoff), ``<prefix>:counters`` (hash: ``fetched``, ``relevant``, the crawl's
-#: ``started`` time), ``<prefix>:history`` (hash: ``<domain>\0<engine>`` -> JSON record),
-#: ``<prefix>:breaker`` (hash: domain -> JSON state), ``<prefix>:model`` (hash: the link
-#: model's sums, ``w:<group>``/``r:<group>``, ``updates``, ``drift``), ``<prefix>:state``
-#: (small named values), ``<prefix>:quarantine`` (entries that are not valid data, kept
-#: for a person to read; ``<prefix>:quarantine:seams``, a capped list, for the values
-#: of the counters, history, breaker and model).
+#: ``<prefix>:seq`` (the entries' sequence), ``<prefix>:host:<host>`` (hash: a host's
+#: delay, concurrency, last request, backoff, held), ``<prefix>:inflight:<host>`` (its
+#: leases in flight), ``<prefix>:ready`` / ``<prefix>:waiting`` (sorted sets: hosts
+#: ready now, best entry first / hosts by the time they are ready),
+#: ``<prefix>:seen:<bucket>`` and ``<prefix>:seen:buckets`` (the seen set),
+#: ``<prefix>:leases`` / ``<prefix>:deadlines`` / ``<prefix>:node:<node>`` (leases out, by
+#: deadline, by node), ``<prefix>:nodes`` (the nodes' heartbeats), ``<prefix>:counts``
+#: (queued and held entries), docs/cluster.md has the details;
+#: ``<prefix>:counters`` (hash: ``fetched``, ``relevant``, the crawl's ``started`` time),
+#: ``<prefix>:history`` (hash: ``<domain>\0<engine>`` -> JSON record), ``<prefix>:breaker``
+#: (hash: domain -> JSON state), ``<prefix>:model`` (hash: the link model's sums,
+#: ``w:<group>``/``r:<group>``, ``updates``, ``drift``), ``<prefix>:state`` (small named
+#: values), ``<prefix>:quarantine`` (entries that are not valid data, kept for a person
+#: to read; ``<prefix>:quarantine:seams``, a capped list, for the values of the
+#: counters, history, breaker and model).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
 #: This node's name in leases and heartbeats.  Empty: ``<hostname>-<pid>``.
 FOCUS_CLUSTER_NODE = ""
@@ -320,6 +325,10 @@ FOCUS_CLUSTER_IDLE_CHECK = 3.0
 #: Delete the crawl's keys when a node closes with the frontier finished.  Off: shared
 #: state is never flushed unless asked (``scrapy focus-cluster flush``-style tools).
 FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
+#: How many URLs the crawl expects to see: the seen set is split into buckets of about
+#: 256 fingerprints each (so a crawl of twice that stays compact), fixed when the crawl's
+#: first node starts; a crawl far beyond it still works, at several times the memory.
+FOCUS_CLUSTER_SEEN_EXPECTED = 1_000_000
 
 
 # -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)

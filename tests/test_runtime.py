@@ -35,6 +35,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     assert [getattr(with_addon.browser, name) for name in render] == ["auto", 5.0, 0.5]
     assert bare.extract.options == with_addon.extract.options
     assert bare.contract.rules == with_addon.contract.rules
+    assert bare.cluster == with_addon.cluster and bare.cluster.seen_expected == 1_000_000
 
 
 @pytest.mark.parametrize(

@@ -187,3 +187,5 @@ class ClusterConfig:
     max_backoff: float
     idle_check: float
     flush_on_close: bool
+    seen_expected: int = 1_000_000  # URLs the seen set is sized for (cluster/seen.py)
+    ignored_redis_settings: tuple[str, ...] = ()  # scrapy-redis settings the user set
