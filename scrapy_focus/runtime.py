@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_focus.cluster.assembly import ClusterNode
+    from scrapy_focus.cluster.setup import ClusterParts
     from scrapy_focus.corpus.db import CorpusDB
     from scrapy_focus.engines.breaker import CircuitBreaker
     from scrapy_focus.engines.discovery import EngineInfo
@@ -96,6 +97,18 @@ class FocusRuntime:
         return ClusterNode(self.crawler, self.config)
 
     @cached_property
+    def cluster_seams(self) -> ClusterParts | None:
+        """In cluster mode, the Redis implementations of the counters, the engine
+        history's store, the breaker states and the link model's state
+        (:func:`scrapy_focus.cluster.setup.install`), put in place the first time
+        any of them is asked for; None on one machine."""
+        if not self.config.cluster.enabled:
+            return None
+        from scrapy_focus.cluster.setup import install
+
+        return install(self.crawler)
+
+    @cached_property
     def model(self) -> FocusModel:
         from scrapy_focus.frontier.relevance import FocusModel
 
@@ -133,7 +146,8 @@ class FocusRuntime:
         )
 
         ladder = self.config.ladder
-        store: HistoryStore | None = self.__dict__.get("history_store")  # a cluster's
+        self.cluster_seams  # noqa: B018 (in cluster mode, it provides the store)
+        store: HistoryStore | None = self.__dict__.get("history_store")
         if store is None:
             store = MemoryHistoryStore()
             if ladder.history_enabled and getattr(self.crawler, "spider", None) is not None:
@@ -155,6 +169,7 @@ class FocusRuntime:
         from scrapy_focus.engines.breaker import CircuitBreaker
 
         ladder = self.config.ladder
+        self.cluster_seams  # noqa: B018 (in cluster mode, it provides the states)
         states = self.__dict__.get("breaker_states")
         return CircuitBreaker(
             threshold=ladder.breaker_threshold,
@@ -168,7 +183,11 @@ class FocusRuntime:
 
     @cached_property
     def counters(self) -> CrawlCounters:
-        """The pages the crawl counts towards its stop conditions."""
+        """The pages the crawl counts towards its stop conditions (the cluster's
+        totals in cluster mode)."""
+        seams = self.cluster_seams
+        if seams is not None:
+            return seams.counters
         from scrapy_focus.frontier.stopping import LocalCounters
 
         return LocalCounters()

@@ -14,7 +14,7 @@ import logging
 import random
 
 import pytest
-from scrapy import Spider
+from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -332,6 +332,7 @@ def test_install_puts_the_shared_state_in_place_and_says_so(redis_server, caplog
     client_of(redis_server).config_set("requirepass", redis_server_password)
     with caplog.at_level(logging.INFO, logger="scrapy_focus.cluster.setup"):
         parts = install(crawler)
+        crawler.signals.send_catch_log(signal=signals.engine_started)
     assert parts is not None and install(crawler) is parts
     runtime = FocusRuntime.of(crawler)
     assert runtime.counters is parts.counters
@@ -360,11 +361,19 @@ def test_install_without_the_redis_library_says_what_to_install(monkeypatch) -> 
         install(crawler)
 
 
-def test_install_after_the_parts_are_in_use_fails_loudly(redis_server) -> None:
+def test_the_runtime_installs_the_shared_state_when_a_part_is_first_asked_for(
+    redis_server,
+) -> None:
     crawler = get_crawler(Spider, {"FOCUS_CLUSTER_REDIS_URL": redis_server.url})
-    FocusRuntime.of(crawler).breaker  # noqa: B018
-    with pytest.raises(RuntimeError, match="breaker is already in use"):
-        install(crawler)
+    crawler.spider = Spider.from_crawler(crawler, name="auto")
+    runtime = FocusRuntime.of(crawler)
+    assert isinstance(runtime.breaker.states, RedisBreakerStates)  # the first part asked
+    assert runtime.counters is runtime.cluster_seams.counters
+    assert isinstance(runtime.history.store, RedisHistoryStore)
+    runtime.counters.add_fetched()
+    assert client_of(redis_server).hget("focus:{auto}:counters", "fetched") == b"1"
+    with pytest.raises(RuntimeError, match="already in use"):
+        runtime.provide("breaker_states", RedisBreakerStates(client_of(redis_server), KEYS))
 
 
 def test_public_url_leaves_the_password_out() -> None:

@@ -6,15 +6,16 @@ scheduler's wiring).  The contract:
 
 * it returns None, doing nothing, when ``config.cluster.enabled`` is off, and
   raises ``NotConfigured`` when it is on but the ``redis`` library is missing;
-* it must run before any component asks the runtime for ``counters``,
-  ``history`` or ``breaker`` (a component's ``from_crawler``: the scheduler's is
-  early enough, as is an add-on's or extension's), once per crawler (a second call
-  returns the first call's parts); it makes no round trip to Redis itself;
+* the runtime calls it the first time a component asks for ``counters``,
+  ``history`` or ``breaker`` in cluster mode (``FocusRuntime.cluster_seams``); it
+  may be called earlier (an extension's ``from_crawler``), once per crawler (a
+  second call returns the first call's parts); it makes no round trip to Redis
+  itself, and shares the cluster frontier's client when that exists already;
 * the crawl's name is ``FOCUS_CLUSTER_NAME``, else the spider's name, taken when a
   key is first needed (the spider may not exist yet when ``install`` runs; it does
-  by ``spider_opened``, before any key is used); the start-up line "Cluster mode:
-  crawl <name> on <url> (from <setting>) as node <node>" is logged then, once, with
-  the URL's password left out;
+  by ``spider_opened``, before any key is used); when the engine starts, the line
+  "Cluster mode: crawl <name> on <url> (from <setting>) as node <node>" is logged,
+  with the URL's password left out, unless the cluster frontier's node logged it;
 * a malformed value a part reads back is counted in the crawler's stats as
   ``focus/cluster/malformed`` (and quarantined: :mod:`~.values`);
 * the link model's shared state replaces the link scorer's model when the crawl
@@ -86,14 +87,22 @@ class CrawlKeys:
     def keys(self) -> ClusterKeys:
         if self._keys is None:
             self._keys = ClusterKeys.for_crawl(self.config.key_prefix, self.name)
-            logger.info(
-                "Cluster mode: crawl %s on %s (from %s) as node %s",
-                self.name,
-                public_url(self.config.url),
-                self.config.source,
-                self.node,
-            )
         return self._keys
+
+    def started(self) -> None:
+        """The engine started: say where the crawl's shared state is, unless the
+        cluster frontier's node said it already (it does when it runs)."""
+        keys = self.keys  # a bad key prefix fails here, at start-up
+        if FocusRuntime.of(self.crawler).__dict__.get("cluster") is not None:
+            return
+        logger.info(
+            "Cluster mode: crawl %s on %s (from %s) as node %s",
+            self.name,
+            public_url(self.config.url),
+            self.config.source,
+            self.node,
+        )
+        logger.debug("The crawl's shared state is under %s", keys.prefix)
 
     def key(self, *parts: str) -> str:
         return self.keys.key(*parts)
@@ -145,7 +154,8 @@ def install(crawler: Crawler) -> ClusterParts | None:
     config = runtime.config.cluster
     if not config.enabled:
         return None
-    client = redis_client(config)
+    frontier_node = runtime.__dict__.get("cluster")  # the frontier's, if made already
+    client = frontier_node.client if frontier_node is not None else redis_client(config)
     node = node_name(config)
     keys = CrawlKeys(crawler, config, node)
     counters = RedisCounters(client, keys)
@@ -167,6 +177,5 @@ def install(crawler: Crawler) -> ClusterParts | None:
         )
     runtime.on_close(parts.flush)
     setattr(crawler, _ATTRIBUTE, parts)
-    if config.name or getattr(crawler, "spider", None) is not None:
-        keys.keys  # noqa: B018 (the start-up line, now that the name is known)
+    crawler.signals.connect(keys.started, signal=signals.engine_started, weak=False)
     return parts
