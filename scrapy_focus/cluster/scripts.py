@@ -23,6 +23,8 @@ first lease; ``placed`` is its member of ``ready`` while it is there.
 
 from __future__ import annotations
 
+from typing import Any
+
 FIXED_KEYS = (
     "seq", "payloads", "ready", "waiting", "leases", "deadlines", "nodes", "counts",
     "quarantine", "seen:buckets",
@@ -368,3 +370,16 @@ end
 place_all(touched)
 return n
 """
+
+
+def register(client: Any) -> dict[str, Any]:
+    """Every script of the frontier registered on *client* (EVALSHA, reloaded after a
+    NOSCRIPT), by name."""
+    from scrapy_focus.cluster import host_scripts
+
+    mine = ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")
+    theirs = ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")
+    return {
+        **{name: client.register_script(LIB + globals()[name]) for name in mine},
+        **{name: client.register_script(LIB + getattr(host_scripts, name)) for name in theirs},
+    }
