@@ -31,6 +31,7 @@ class Push:
     priority: int
     score: float
     payload: bytes
+    filtered: bool = True  # False: queued even if seen (a retry, a dont_filter request)
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,9 @@ class RedisFrontier(Quarantine):
     @unavailable
     def push(self, items: Sequence[Push]) -> list[bool]:
         """Queue each item unless its fingerprint was seen: True = queued, False = seen
-        before (not queued).  Seeing and queueing are one atomic step."""
+        before (not queued).  Seeing and queueing are one atomic step.  An item that
+        is not ``filtered`` (a retry, a ``dont_filter`` request) is queued anyway, and
+        its fingerprint marked seen."""
         return self._one(self.push_call(items)) if items else []
 
     def push_call(self, items: Sequence[Push]) -> Call:
@@ -156,6 +158,7 @@ class RedisFrontier(Quarantine):
                 item.payload,
                 repr(delay),
                 concurrency,
+                0 if item.filtered else 1,
             ]
         return Call("PUSH", args, self._pushed)
 
