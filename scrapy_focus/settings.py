@@ -278,6 +278,24 @@ FOCUS_BREAKER_COOLDOWN = 60.0
 FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
 
 
+# -- seeing a crawl (scrapy_focus.report) -------------------------------------------------
+
+#: Seconds between two samples of the crawl's time series (one JSON line each, in
+#: ``<corpus directory>/focus-series/<node>.jsonl``, plus one at close), which
+#: ``scrapy focus-report`` draws.  Recorded only when the corpus is on; 0: off.
+FOCUS_SERIES_INTERVAL = 10.0
+#: Hosts a sample describes one by one (the most requested); the rest are summed.
+FOCUS_SERIES_TOP_HOSTS = 20
+#: This node's name in the series (its file name, a Prometheus label); empty:
+#: ``<hostname>-<pid>``.  Each node of a cluster records its own file.
+FOCUS_NODE_NAME = ""
+#: Serve the same figures in Prometheus' text format on this port (``/metrics``,
+#: needs the ``metrics`` extra: prometheus-client); 0: off.
+FOCUS_PROMETHEUS_PORT = 0
+#: The address the Prometheus endpoint listens on: this machine only by default.
+FOCUS_PROMETHEUS_HOST = "127.0.0.1"
+
+
 # -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)
 
 #: Scrapy's 1 GiB is no size for a page of text, and every byte of a body is held in

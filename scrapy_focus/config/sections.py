@@ -168,3 +168,14 @@ class BrowserConfig:
     render: str  # "auto" | "always" | "never": the render wait (engines/render.py)
     render_wait: float  # seconds, per page
     render_quiet: float  # seconds without change that make a page stable
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The crawl's time series and its live endpoint (:mod:`scrapy_focus.report`)."""
+
+    series_interval: float  # seconds between samples; 0: no series
+    top_hosts: int
+    node_name: str  # empty: <hostname>-<pid>
+    prometheus_port: int  # 0: no endpoint
+    prometheus_host: str
