@@ -69,7 +69,7 @@ def relevant_vs_fetches(samples: Sequence[Sample], baseline: Sequence[Sample] = 
             _line(axes, xs, ys, "breadth-first baseline", linestyle="--", color="grey")
         axes.set_xlabel("pages fetched")
         axes.set_ylabel("relevant pages")
-        axes.legend(loc="upper left")
+        axes.legend(loc="lower right")
         return _svg(figure)
 
 

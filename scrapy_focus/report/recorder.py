@@ -88,7 +88,7 @@ class FocusSeriesRecorder:
             "interval": self.config.series_interval,
         }
         self._write(header)
-        logger.info("Recording the crawl's series in %s", self.path)
+        logger.info("Recording the crawl's series in %s", self.path.resolve())
         self.task = task.LoopingCall(self.record)
         self.task.start(self.config.series_interval, now=False)
 
