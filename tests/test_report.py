@@ -51,10 +51,10 @@ def seed_page() -> str:
 
 
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """A focused crawl of a farm of its own (a hostile title on one page: the text of
     its <title> and its <h1>, where the extraction takes a title from), sampled
-    every 0.3 s; returns its crawl directory (the corpus and focus-series/)."""
+    every 0.3 s; returns its crawl directory (the corpus and focus-series/) and its stats."""
     workdir = tmp_path_factory.mktemp("report")
     with Farm() as farm:
         farm.set_page("/start.html", seed_page())
@@ -73,10 +73,16 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Path:
             },
         )
     assert result.returncode == 0, result.log[-3000:]
-    return workdir / "crawl"
+    return workdir / "crawl", result.stats
 
 
-def test_the_series_holds_a_sample_per_interval_and_one_at_close(crawled: Path) -> None:
+@pytest.fixture
+def crawled(crawl: tuple[Path, dict]) -> Path:
+    return crawl[0]
+
+
+def test_the_series_holds_a_sample_per_interval_and_one_at_close(crawl) -> None:
+    crawled, stats = crawl
     series = read_series(crawled)
     assert [f.name for f in series.files] == ["node-a.jsonl"]
     samples = series.nodes["node-a"]
@@ -92,6 +98,8 @@ def test_the_series_holds_a_sample_per_interval_and_one_at_close(crawled: Path) 
     assert last.duplicates > 0 and last.enqueued > last.pages
     (host,) = last.hosts
     assert host.requests == 60 and host.delay == pytest.approx(0.03) and host.breaker == "closed"
+    assert stats["focus/series/samples"] == len(samples)
+    assert 0 < stats["focus/series/max_seconds"] < 0.5  # a sample is cheap
 
 
 def test_the_report_renders_in_chromium_with_every_chart_drawn(crawled: Path, tmp_path) -> None:

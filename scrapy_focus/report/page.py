@@ -64,6 +64,22 @@ def _summary(data: ReportData, last: Sample | None) -> str:
         ("Nodes", ", ".join(sorted(data.series.nodes))),
         ("Last sample", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(last.time))),
     ]
+    offered = last.enqueued + last.duplicates
+    if offered:
+        share = last.duplicates / offered
+        rows.append(
+            ("Duplicate links", f"{last.duplicates:,} of {offered:,} offered ({share:.0%})")
+        )
+    if last.unchanged or last.new_versions:
+        rows.append(("Re-crawled", f"{last.unchanged:,} unchanged, {last.new_versions:,} changed"))
+    if last.quarantined:
+        age = _duration(last.quarantine_age)
+        rows.append(("Quarantined", f"{last.quarantined:,} (the oldest for {age})"))
+    troubles = (
+        f"{last.backoffs:,} back-offs, {last.breaker_opened:,} breakers opened, "
+        f"{last.escalations:,} escalations, {last.extract_timeouts:,} extraction timeouts"
+    )
+    rows.append(("Back-offs and failures", troubles))
     if data.series.skipped:
         rows.append(("Lines skipped", f"{data.series.skipped} (torn or not a sample)"))
     if data.corpus_note:

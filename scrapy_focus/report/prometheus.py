@@ -60,8 +60,14 @@ class SampleCollector:
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from twisted.internet import reactor
+        from twisted.internet.threads import blockingCallFromThread
 
-        sample = take_sample(self.crawler, self.node, self.top_hosts)
+        # The scrape runs in the server's thread; the frontier's and the corpus's LMDB
+        # transactions belong to the reactor's, so the sample is taken there.
+        sample = blockingCallFromThread(
+            reactor, take_sample, self.crawler, self.node, self.top_hosts
+        )
         node = ["node"]
         for name, (kind, text, attr) in METRICS.items():
             family = (CounterMetricFamily if kind == "counter" else GaugeMetricFamily)(

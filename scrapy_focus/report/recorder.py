@@ -9,7 +9,8 @@ holds the close reason.  Each line is written whole and flushed to the OS at
 once, so a crawl killed at any moment leaves every sample before the kill and
 at most one torn last line (which :mod:`.reader` skips).  A node appends to its
 own file: a resumed crawl of the same node goes on in it, cluster nodes never
-share one.
+share one.  Stats: ``focus/series/samples``, and ``focus/series/max_seconds``, the
+longest a sample took.
 """
 
 from __future__ import annotations
@@ -101,7 +102,11 @@ class FocusSeriesRecorder:
             self.file = None
 
     def record(self, finish_reason: str = "") -> None:
+        started = time.perf_counter()
         sample = take_sample(self.crawler, self.node, self.config.top_hosts, finish_reason)
+        stats = self.crawler.stats
+        stats.inc_value("focus/series/samples")
+        stats.max_value("focus/series/max_seconds", round(time.perf_counter() - started, 4))
         if sample.best_score is None and sample.frontier:
             # The frontier's store closes before the close sample: its scores then
             # are the last ones read.
