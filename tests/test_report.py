@@ -1,5 +1,6 @@
 """The crawl's series, ``scrapy focus-report`` and the Prometheus endpoint, on real crawls
-of a farm on 127.0.0.1, the report opened in Debian's headless Chromium."""
+of a farm and of the hostile web on 127.0.0.1, the report opened in Debian's headless
+Chromium."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -311,3 +313,38 @@ def test_focus_report_is_a_scrapy_command(crawled: Path, tmp_path) -> None:
         check=False,
     )
     assert missing.returncode != 0 and "no series" in missing.stderr
+
+
+def test_the_series_shows_the_engine_mix_and_render_waits_per_host(hostile, tmp_path) -> None:
+    """A static site stays on HTTP, an app shell goes on to headless Chromium: the
+    series says so per host, with the escalations and the browser's render waits."""
+    spa_pages = [f"/spa/{n}.html" for n in range(3)]
+    result = run_focus_crawl(
+        tmp_path,
+        [hostile.static.hub("/articles/1.html", "/articles/2.html"), hostile.spa.hub(*spa_pages)],
+        None,
+        {
+            "FOCUS_ENGINES": "http,chromium",
+            "FOCUS_CHROMIUM_EXECUTABLE": "/usr/bin/chromium",
+            "FOCUS_CORPUS_DIR": str(tmp_path / "crawl"),
+            "FOCUS_SERIES_INTERVAL": 0.5,
+            "FOCUS_NODE_NAME": "engines",
+            "FOCUS_HISTORY_PROBE_RATE": 0.0,
+            "FOCUS_EXTRACT_WORKERS": 1,
+            "ROBOTSTXT_OBEY": False,
+        },
+        timeout=240,
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    last = read_series(tmp_path / "crawl").nodes["engines"][-1]
+    hosts = {h.host: h for h in last.hosts}
+    static, spa = (
+        hosts[urlsplit(site.farm.base).hostname] for site in (hostile.static, hostile.spa)
+    )
+    assert set(static.engines) == {"http"} and static.escalations == 0
+    assert spa.engines.get("chromium", 0) >= len(spa_pages) and spa.escalations >= 1
+    assert last.escalations >= 1 and last.engines["chromium"] >= len(spa_pages)
+    assert last.render_wait.count >= len(spa_pages)
+    report = build_report(tmp_path / "crawl", tmp_path / "report.html")
+    charts = {c["title"]: c for c in view(report).charts}
+    assert charts["Engine mix per domain"]["data"] >= 3  # http on both hosts, chromium on one
