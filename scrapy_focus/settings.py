@@ -284,7 +284,8 @@ FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
 #: ``<corpus directory>/focus-series/<node>.jsonl``, plus one at close), which
 #: ``scrapy focus-report`` draws.  Recorded only when the corpus is on; 0: off.
 FOCUS_SERIES_INTERVAL = 10.0
-#: Hosts a sample describes one by one (the most requested); the rest are summed.
+#: Hosts a sample describes one by one (the most requested; the crawl-wide figures
+#: count every host).
 FOCUS_SERIES_TOP_HOSTS = 20
 #: This node's name in the series (its file name, a Prometheus label); empty:
 #: ``<hostname>-<pid>``.  Each node of a cluster records its own file.

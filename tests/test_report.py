@@ -150,7 +150,7 @@ def test_hostile_urls_errors_and_hosts_are_escaped_everywhere(tmp_path) -> None:
     assert seen.text.count(evil) >= 4  # topic, host table, quarantine url, reason, error
 
 
-def test_the_series_survives_a_sigkill_and_the_report_renders(tmp_path) -> None:
+def test_the_report_renders_while_the_crawl_runs_and_after_a_sigkill(tmp_path) -> None:
     with Farm() as farm:
         command = focus_crawl_command(
             [farm.url("/topics/index.html")],
@@ -174,10 +174,14 @@ def test_the_series_survives_a_sigkill_and_the_report_renders(tmp_path) -> None:
                 if len(lines) >= 6 and json.loads(lines[-1])["pages"] >= 3:
                     break
                 time.sleep(0.1)
+            # The report of the crawl as it runs (its corpus is being written).
+            running = view(build_report(tmp_path / "crawl", tmp_path / "running.html"))
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+    assert running.console_errors == [] and "the crawl is running, or was killed" in running.text
+    assert "Most relevant pages" in running.text and "no accepted page yet" not in running.text
     written = series_file.read_text().splitlines()
     # A kill in the middle of a write leaves a line like this one.
     with series_file.open("a") as stream:
@@ -348,3 +352,26 @@ def test_the_series_shows_the_engine_mix_and_render_waits_per_host(hostile, tmp_
     report = build_report(tmp_path / "crawl", tmp_path / "report.html")
     charts = {c["title"]: c for c in view(report).charts}
     assert charts["Engine mix per domain"]["data"] >= 3  # http on both hosts, chromium on one
+
+
+def test_the_recorder_and_the_endpoint_switch_off_as_documented(monkeypatch) -> None:
+    from scrapy.exceptions import NotConfigured
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_focus.report.prometheus import FocusPrometheus
+    from scrapy_focus.report.recorder import FocusSeriesRecorder
+
+    def crawler(**settings):
+        return get_crawler(settings_dict={"ADDONS": {"scrapy_focus.Addon": 500}, **settings})
+
+    for settings in ({"FOCUS_SERIES_INTERVAL": 0}, {"FOCUS_CORPUS_ENABLED": False}):
+        with pytest.raises(NotConfigured):
+            FocusSeriesRecorder.from_crawler(crawler(**settings))
+    assert FocusSeriesRecorder.from_crawler(crawler()).config.series_interval == 10.0
+    with pytest.raises(NotConfigured):
+        FocusPrometheus.from_crawler(crawler())  # FOCUS_PROMETHEUS_PORT 0: off
+    # prometheus-client is installed here: its absence is what an import of None in
+    # sys.modules gives.
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    with pytest.raises(NotConfigured, match=r"pip install 'scrapy-focus\[metrics\]'"):
+        FocusPrometheus.from_crawler(crawler(FOCUS_PROMETHEUS_PORT=9999))
