@@ -317,6 +317,17 @@ def test_focus_report_is_a_scrapy_command(crawled: Path, tmp_path) -> None:
         check=False,
     )
     assert missing.returncode != 0 and "no series" in missing.stderr
+    found = subprocess.run(  # no CRAWL_DIR: the corpus FOCUS_CORPUS_DIR names
+        [sys.executable, "-m", "scrapy", "focus_report", "-s", f"FOCUS_CORPUS_DIR={crawled}"],
+        cwd=tmp_path,
+        env=crawl_env(paths=[tmp_path]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert found.returncode == 0, found.stderr[-3000:]
+    assert f"report written to {crawled / 'report.html'}" in found.stderr
 
 
 def test_the_series_shows_the_engine_mix_and_render_waits_per_host(hostile, tmp_path) -> None:
