@@ -48,19 +48,22 @@ def seed_page() -> str:
     return (
         "<!DOCTYPE html><html><head><title>Start</title></head><body>"
         '<a href="/evil/stars.html">Stars and planets</a> '
-        '<a href="/topics/index.html">Topics</a></body></html>'
+        '<a href="/topics/index.html">Topics</a> <a href="/contract/crash.html">A crash</a>'
+        "</body></html>"
     )
 
 
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """A focused crawl of a farm of its own (a hostile title on one page: the text of
-    its <title> and its <h1>, where the extraction takes a title from), sampled
+    its <title> and its <h1>, where the extraction takes a title from; a page whose
+    extraction crashes, quarantined), sampled
     every 0.3 s; returns its crawl directory (the corpus and focus-series/) and its stats."""
     workdir = tmp_path_factory.mktemp("report")
     with Farm() as farm:
         farm.set_page("/start.html", seed_page())
         farm.set_page("/evil/stars.html", hostile_page())
+        farm.set_page("/contract/crash.html", hostile_page())  # its extraction crashes
         result = run_focus_crawl(
             workdir,
             [farm.url("/start.html")],
@@ -72,6 +75,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
                 "FOCUS_ENGINES": "http",
                 "DOWNLOAD_DELAY": 0.03,
                 "FOCUS_NODE_NAME": "node-a",
+                "FOCUS_EXTRACT_FUNCTION": "tests.extractors.hang_or_fail",
             },
         )
     assert result.returncode == 0, result.log[-3000:]
@@ -100,6 +104,7 @@ def test_the_series_holds_a_sample_per_interval_and_one_at_close(crawl) -> None:
     assert last.duplicates > 0 and last.enqueued > last.pages
     (host,) = last.hosts
     assert host.requests == 60 and host.delay == pytest.approx(0.03) and host.breaker == "closed"
+    assert last.quarantined == 1 and last.rejected["quarantined/extraction-error"] == 1
     assert stats["focus/series/samples"] == len(samples)
     assert 0 < stats["focus/series/max_seconds"] < 0.5  # a sample is cheap
 
@@ -117,6 +122,7 @@ def test_the_report_renders_in_chromium_with_every_chart_drawn(crawled: Path, tm
         assert chart["data"] >= 1 and chart["points"] >= 2, (title, chart)
     assert drawn["Relevant pages vs fetches"]["points"] >= 4  # a point per sample
     assert "focus_max_pages" in seen.text and ASTRONOMY in seen.text
+    assert "Quarantined pages (1)" in seen.text and "extractor crashed on http://" in seen.text
 
 
 def test_a_hostile_title_is_text_in_the_report_and_cannot_run(crawled: Path, tmp_path) -> None:
