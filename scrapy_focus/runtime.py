@@ -38,12 +38,8 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.history import DomainHistory
     from scrapy_focus.engines.pool import BrowserPool
     from scrapy_focus.frontier.relevance import FocusModel
-<<<<<<< HEAD
     from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
-=======
-    from scrapy_focus.frontier.seams import CrawlCounters
     from scrapy_focus.report.observer import CrawlObserver
->>>>>>> s22-report
     from scrapy_focus.signals import PageOutputs
 
 logger = logging.getLogger(__name__)

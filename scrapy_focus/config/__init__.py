@@ -111,11 +111,8 @@ class FocusConfig:
     browser: BrowserConfig
     canonical_urls: bool
     tracking_params: tuple[str, ...]
-<<<<<<< HEAD
     cluster: ClusterConfig
-=======
     report: ReportConfig
->>>>>>> s22-report
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FocusConfig:
@@ -131,11 +128,8 @@ class FocusConfig:
             browser=_browser(read),
             canonical_urls=read("FOCUS_CANONICAL_URLS_ENABLED"),
             tracking_params=read("FOCUS_TRACKING_PARAMS"),
-<<<<<<< HEAD
             cluster=read_cluster(read),
-=======
             report=_report(read),
->>>>>>> s22-report
         )
 
 

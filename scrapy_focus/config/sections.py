@@ -171,7 +171,6 @@ class BrowserConfig:
 
 
 @dataclass(frozen=True)
-<<<<<<< HEAD
 class ClusterConfig:
     """Cluster mode: nodes sharing one crawl through Redis (:mod:`scrapy_focus.cluster`)."""
 
@@ -190,7 +189,9 @@ class ClusterConfig:
     flush_on_close: bool
     seen_expected: int = 1_000_000  # URLs the seen set is sized for (cluster/seen.py)
     ignored_redis_settings: tuple[str, ...] = ()  # scrapy-redis settings the user set
-=======
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     """The crawl's time series and its live endpoint (:mod:`scrapy_focus.report`)."""
 
@@ -199,4 +200,3 @@ class ReportConfig:
     node_name: str  # empty: <hostname>-<pid>
     prometheus_port: int  # 0: no endpoint
     prometheus_host: str
->>>>>>> s22-report
