@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.pool import BrowserPool
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
+    from scrapy_focus.report.observer import CrawlObserver
     from scrapy_focus.signals import PageOutputs
 
 logger = logging.getLogger(__name__)
@@ -218,6 +219,17 @@ class FocusRuntime:
         db.fault_handlers.append(partial(storage_failed, self.crawler))
         self.on_close(db.close)
         return db
+
+    # -- seeing the crawl
+
+    @cached_property
+    def observer(self) -> CrawlObserver:
+        """What the crawl's signals say that no stat holds (queue age, extraction
+        and render times, engines per host), for the series, the log line and
+        the Prometheus endpoint."""
+        from scrapy_focus.report.observer import CrawlObserver
+
+        return CrawlObserver(self.crawler)
 
     # -- closing
 

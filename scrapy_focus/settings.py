@@ -308,8 +308,6 @@ FOCUS_CLUSTER_NAME = ""
 #: to read; ``<prefix>:quarantine:seams``, a capped list, for the values of the
 #: counters, history, breaker and model).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
-#: This node's name in leases and heartbeats.  Empty: ``<hostname>-<pid>``.
-FOCUS_CLUSTER_NODE = ""
 #: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
 #: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease
 #: whatever the heartbeats say (a node stuck on one page).
@@ -329,6 +327,26 @@ FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
 #: 256 fingerprints each (so a crawl of twice that stays compact), fixed when the crawl's
 #: first node starts; a crawl far beyond it still works, at several times the memory.
 FOCUS_CLUSTER_SEEN_EXPECTED = 1_000_000
+
+
+# -- seeing a crawl (scrapy_focus.report) -------------------------------------------------
+
+#: Seconds between two samples of the crawl's time series (one JSON line each, in
+#: ``<corpus directory>/focus-series/<node>.jsonl``, plus one at close), which
+#: ``scrapy focus-report`` draws.  Recorded only when the corpus is on; 0: off.
+FOCUS_SERIES_INTERVAL = 10.0
+#: Hosts a sample describes one by one (the most requested; the crawl-wide figures
+#: count every host).
+FOCUS_SERIES_TOP_HOSTS = 20
+#: This node's name in the series (its file name, a Prometheus label) and, in cluster
+#: mode, in its leases and heartbeats; empty: ``<hostname>-<pid>``.  Each node of a
+#: cluster records its own series file.
+FOCUS_NODE_NAME = ""
+#: Serve the same figures in Prometheus' text format on this port (``/metrics``,
+#: needs the ``metrics`` extra: prometheus-client); 0: off.
+FOCUS_PROMETHEUS_PORT = 0
+#: The address the Prometheus endpoint listens on: this machine only by default.
+FOCUS_PROMETHEUS_HOST = "127.0.0.1"
 
 
 # -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)

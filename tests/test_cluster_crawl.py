@@ -12,6 +12,7 @@ import json
 import pickle
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -214,3 +215,33 @@ def test_the_delay_holds_across_nodes(farm, redis_server, tmp_path):
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= delay * 0.95, sorted(gaps)[:5]  # the server's clock, all nodes
     assert sum(node.stats.get("response_received_count", 0) > 0 for node in nodes) >= 2
+
+
+def test_one_nodes_429_holds_the_host_for_every_node(farm, redis_server, tmp_path):
+    # The first request for /graph/3.html is answered 429 with Retry-After: 2; the
+    # server then sees no request from either node for those two seconds.
+    path, wait = "/graph/3.html", 2
+    farm.set_page(path, "slow down", status=429, headers={"Retry-After": str(wait)})
+
+    def serve_it_again() -> None:
+        deadline = time.monotonic() + 60
+        while farm.hit_count(path) == 0 and time.monotonic() < deadline:
+            time.sleep(0.002)
+        with farm._lock:
+            farm.pages.pop(path, None)
+
+    since = time.monotonic()
+    restorer = threading.Thread(target=serve_it_again, daemon=True)
+    restorer.start()
+    seeds = [farm.url("/graph/0.html")]
+    settings = node_settings(redis_server, DOWNLOAD_DELAY=0.0)
+    nodes = [Node(tmp_path, f"node{i}", seeds, settings) for i in range(2)]
+    assert [node.wait() for node in nodes] == [0, 0]
+    log = [(t, p) for t, _, p in farm.log if t >= since and p.startswith("/graph/")]
+    refused_at = min(t for t, p in log if p == path)
+    # What was on the wire when the 429 came back still arrives; nothing is sent after.
+    quiet = [p for t, p in log if refused_at + 0.3 < t < refused_at + wait - 0.1]
+    assert quiet == [], quiet
+    assert {p for _, p in log} == GRAPH_PATHS  # and the refused page was fetched after
+    backoffs = sum(node.stats.get("focus/politeness/backoff", 0) for node in nodes)
+    assert backoffs == 1

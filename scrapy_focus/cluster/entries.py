@@ -12,7 +12,9 @@ script will read.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 MAX_HOST = 255  # characters of a host (with its port)
 
@@ -29,6 +31,7 @@ class Push:
     priority: int
     score: float
     payload: bytes
+    filtered: bool = True  # False: queued even if seen (a retry, a dont_filter request)
 
 
 @dataclass(frozen=True)
@@ -75,3 +78,13 @@ def valid_host(host: str) -> str:
     if not host or len(host) > MAX_HOST or "\n" in host:
         raise ValueError(f"not a host a cluster frontier keeps: {host[:80]!r}")
     return host
+
+
+@dataclass(frozen=True)
+class Call:
+    """One script call of the frontier, to run alone or with others in one round trip
+    (:meth:`RedisFrontier.run <scrapy_focus.cluster.frontier.RedisFrontier.run>`)."""
+
+    name: str  # the script's
+    args: list[Any]  # its own arguments (after the common ones)
+    parse: Callable[[Any], Any]  # its reply to the method's result

@@ -35,21 +35,14 @@ that turns a leased payload back into data and quarantines what is not.
 
 from __future__ import annotations
 
-import base64
-import functools
-import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ReadOnlyError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
-from scrapy_focus.cluster import host_scripts, scripts, seen
+from scrapy_focus.cluster import scripts, seen
 from scrapy_focus.cluster.entries import (
-    MAX_HOST,
+    Call,
     ClusterUnavailable,
     LeaseBatch,
     Leased,
@@ -59,8 +52,9 @@ from scrapy_focus.cluster.entries import (
     seconds_for_redis,
     valid_host,
 )
+from scrapy_focus.cluster.errors import unavailable
+from scrapy_focus.cluster.quarantine import MAX_PAYLOAD, Quarantine
 from scrapy_focus.frontier.entries import decode_rank, encode_rank
-from scrapy_focus.frontier.payload import load_entry
 
 if TYPE_CHECKING:
     from scrapy_focus.cluster.keys import ClusterKeys
@@ -68,29 +62,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MAX_PAYLOAD = 256 * 1024  # bytes of one queued request (a request's dict, no body of a page)
+
 MAX_BATCH = 512  # entries one lease call hands out
 RECLAIM_BOUND = 256  # leases one heartbeat or reclaim returns at most
 MAX_ITER = 10_000  # entries one iter_host call returns
-QUARANTINE_KEEP = 1000  # records kept for a person to read
-QUARANTINE_BYTES = 4096  # of a payload kept in its record
 
 
-def _unavailable(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(self: RedisFrontier, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        # BusyLoadingError (Redis reading its data back) is a ConnectionError; a
-        # ReadOnlyError is a replica answering while a failover promotes another
-        except (RedisConnectionError, RedisTimeoutError, ReadOnlyError) as error:
-            self.stats["focus/cluster/unavailable"] += 1
-            raise ClusterUnavailable(f"Redis did not answer {method.__name__}: {error}") from error
-
-    return call
-
-
-class RedisFrontier:
+class RedisFrontier(Quarantine):
     """The crawl's shared frontier, seen set, per-host politeness and leases.
 
     *node* names this process in leases and heartbeats; *config* gives the lease
@@ -123,29 +101,27 @@ class RedisFrontier:
             repr(float(politeness.base_backoff)),
             repr(float(politeness.max_backoff)),
         ]
-        self._scripts = {
-            name: client.register_script(scripts.LIB + getattr(module, name))
-            for module, names in (
-                (
-                    scripts,
-                    (
-                        "PUSH",
-                        "LEASE",
-                        "RELEASE",
-                        "ACK",
-                        "QUARANTINE",
-                        "REQUEUE",
-                        "RECLAIM",
-                        "UNLEASE",
-                    ),
-                ),
-                (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")),
-            )
-            for name in names
-        }
+        self._scripts = scripts.register(client)
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts[name](keys=self._keys, args=[*self._common, *args])
+
+    @unavailable
+    def run(self, calls: Sequence[Call]) -> list[Any]:
+        """Several calls in ONE round trip (a pipeline, not a transaction: each
+        script is atomic on its own): each call's parsed result, in order, or the
+        exception its script raised (the others still ran)."""
+        pipe = self.client.pipeline(transaction=False)
+        for call in calls:
+            self._scripts[call.name](keys=self._keys, args=[*self._common, *call.args], client=pipe)
+        results = pipe.execute(raise_on_error=False)
+        return [
+            raw if isinstance(raw, Exception) else call.parse(raw)
+            for call, raw in zip(calls, results, strict=True)
+        ]
+
+    def _one(self, call: Call) -> Any:
+        return call.parse(self._run(call.name, *call.args))
 
     def host_policy(self, host: str) -> tuple[float, int]:
         """This node's delay and concurrency for *host*: its ``DOWNLOAD_SLOTS`` entry,
@@ -157,12 +133,15 @@ class RedisFrontier:
 
     # -- the queue
 
-    @_unavailable
+    @unavailable
     def push(self, items: Sequence[Push]) -> list[bool]:
         """Queue each item unless its fingerprint was seen: True = queued, False = seen
-        before (not queued).  Seeing and queueing are one atomic step."""
-        if not items:
-            return []
+        before (not queued).  Seeing and queueing are one atomic step.  An item that
+        is not ``filtered`` (a retry, a ``dont_filter`` request) is queued anyway, and
+        its fingerprint marked seen."""
+        return self._one(self.push_call(items)) if items else []
+
+    def push_call(self, items: Sequence[Push]) -> Call:
         args: list[Any] = [seen.bucket_count(self.config.seen_expected)]
         for item in items:
             if len(item.payload) > MAX_PAYLOAD:
@@ -179,18 +158,27 @@ class RedisFrontier:
                 item.payload,
                 repr(delay),
                 concurrency,
+                0 if item.filtered else 1,
             ]
-        added = [bool(flag) for flag in self._run("PUSH", *args)]
+        return Call("PUSH", args, self._pushed)
+
+    def _pushed(self, raw: Any) -> list[bool]:
+        added = [bool(flag) for flag in raw]
         self.stats["focus/cluster/pushed"] += sum(added)
         self.stats["focus/cluster/seen"] += len(added) - sum(added)
         return added
 
-    @_unavailable
+    @unavailable
     def lease(self, limit: int) -> LeaseBatch:
         """Up to *limit* entries, best first across the hosts ready now, each leased to
         this node: its host's in-flight count goes up and its turn is taken."""
-        limit = max(0, min(limit, MAX_BATCH))
-        wait, queued, flat, dropped = self._run("LEASE", limit)
+        return self._one(self.lease_call(limit))
+
+    def lease_call(self, limit: int) -> Call:
+        return Call("LEASE", [max(0, min(limit, MAX_BATCH))], self._leased)
+
+    def _leased(self, raw: Any) -> LeaseBatch:
+        wait, queued, flat, dropped = raw
         if dropped:
             logger.warning("%d members of the ready set were not written by a node", dropped)
             self.stats["focus/cluster/malformed_key"] += int(dropped)
@@ -202,34 +190,40 @@ class RedisFrontier:
         self.stats["focus/cluster/leased"] += len(entries)
         return LeaseBatch(entries, None if wait is None else float(wait), int(queued))
 
-    @_unavailable
+    @unavailable
     def release(self, items: Sequence[Release]) -> int:
         """The requests left the downloader (``network``) or were answered from the
         corpus; their hosts' in-flight counts go down.  The leases stay until
         :meth:`ack`.  Returns how many were no longer leased to this node (reclaimed,
         perhaps leased again to another): no-ops."""
-        if not items:
-            return 0
+        return self._one(self.release_call(items)) if items else 0
+
+    def release_call(self, items: Sequence[Release]) -> Call:
         args: list[Any] = []
         for item in items:
             args += [item.key, 1 if item.network else 0]
-        gone = int(self._run("RELEASE", *args))
-        self.stats["focus/cluster/release_gone"] += gone
-        return gone
+        return Call("RELEASE", args, self._released)
 
-    @_unavailable
+    def _released(self, raw: Any) -> int:
+        self.stats["focus/cluster/release_gone"] += int(raw)
+        return int(raw)
+
+    @unavailable
     def ack(self, keys: Sequence[bytes]) -> int:
         """The pages are done: their leases and payloads are gone for good.  Returns
         how many keys were not leased to this node (reclaimed, or acknowledged
         before): no-ops, so a node declared dead never acknowledges another's lease."""
-        if not keys:
-            return 0
-        gone = int(self._run("ACK", *keys))
-        self.stats["focus/cluster/acked"] += len(keys) - gone
-        self.stats["focus/cluster/ack_gone"] += gone
-        return gone
+        return self._one(self.ack_call(keys)) if keys else 0
 
-    @_unavailable
+    def ack_call(self, keys: Sequence[bytes]) -> Call:
+        def acked(raw: Any) -> int:
+            self.stats["focus/cluster/acked"] += len(keys) - int(raw)
+            self.stats["focus/cluster/ack_gone"] += int(raw)
+            return int(raw)
+
+        return Call("ACK", list(keys), acked)
+
+    @unavailable
     def requeue(self, entry: Leased, score: float) -> bytes | None:
         """A leased entry back in its host's queue with a new *score* (a new key,
         returned); its lease is dropped and its turn given back if it was still in
@@ -240,7 +234,7 @@ class RedisFrontier:
 
     # -- hosts
 
-    @_unavailable
+    @unavailable
     def backoff(self, host: str, seconds: float | None = None) -> float:
         """Hold *host* for every node: *seconds* (a ``Retry-After``), else exponentially
         longer at each call, bounded by ``FOCUS_MAX_BACKOFF``; a host asking for more
@@ -251,19 +245,19 @@ class RedisFrontier:
         self.stats["focus/cluster/backoff"] += 1
         return wait
 
-    @_unavailable
+    @unavailable
     def recovered(self, host: str) -> None:
         """*host* answered well again: its next backoff starts from the base."""
         self.client.hset(self.keys.key("host", valid_host(host)), "backoff_level", 0)
 
-    @_unavailable
+    @unavailable
     def hold(self, host: str, why: str) -> None:
         """Set *host* aside for the crawl, on every node: its entries are no longer
         handed out nor counted as queued (``Status.held``)."""
         self._run("HOLD", valid_host(host), why[:500])
         self.stats["focus/cluster/held"] += 1
 
-    @_unavailable
+    @unavailable
     def set_policy(self, host: str, delay: float, concurrency: int) -> None:
         """Raise *host*'s delay to *delay* if longer (a robots ``Crawl-delay``; over
         ``FOCUS_MAX_HOST_DELAY`` the host is held) and set its concurrency."""
@@ -275,12 +269,15 @@ class RedisFrontier:
 
     # -- nodes and leases
 
-    @_unavailable
+    @unavailable
     def heartbeat(self) -> int:
         """This node is alive; also :meth:`reclaim` (at most ``RECLAIM_BOUND`` leases)."""
-        return self._reclaimed(self._run("RECLAIM", 1, RECLAIM_BOUND))
+        return self._one(self.heartbeat_call())
 
-    @_unavailable
+    def heartbeat_call(self) -> Call:
+        return Call("RECLAIM", [1, RECLAIM_BOUND], self._reclaimed)
+
+    @unavailable
     def reclaim(self) -> int:
         """Leases of nodes silent for ``lease_timeout``, and leases past their hard
         deadline, back to their hosts' queues with their keys (their places).
@@ -293,15 +290,28 @@ class RedisFrontier:
         self.stats["focus/cluster/reclaimed"] += int(n)
         return int(n)
 
-    @_unavailable
+    @unavailable
     def status(self) -> Status:
         """The crawl's counts, in one round trip (closing: queued == leased == 0)."""
-        queued, held, leased, waiting, ready, alive = self._run("STATUS")
+        return self._one(self.status_call())
+
+    def status_call(self) -> Call:
+        return Call("STATUS", [], self._status)
+
+    @staticmethod
+    def _status(raw: Any) -> Status:
+        queued, held, leased, waiting, ready, alive = raw
         return Status(int(queued), int(leased), int(waiting), int(alive), int(held), int(ready))
+
+    @unavailable
+    def my_leases(self) -> set[bytes]:
+        """The keys leased to this node now (one round trip): a node that lost a
+        lease's reply gives back those it never received (:meth:`unlease`)."""
+        return set(self.client.smembers(self.keys.key("node", self.node)))
 
     # -- rescoring
 
-    @_unavailable
+    @unavailable
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
         """The first *limit* (at most ``MAX_ITER``) queued ``(key, payload)`` of *host*,
         best first."""
@@ -310,7 +320,7 @@ class RedisFrontier:
         flat = self._run("ITER", valid_host(host), min(limit, MAX_ITER))
         return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
-    @_unavailable
+    @unavailable
     def rekey(self, host: str, moves: Sequence[tuple[bytes, int, float]]) -> list[bytes | None]:
         """Move each ``(old key, priority, score)`` of *host* still queued to a new key
         (a new sequence): the new keys, None for an entry no longer queued."""
@@ -321,44 +331,7 @@ class RedisFrontier:
             args += [old, encode_rank(priority, score)]
         return list(self._run("REKEY", *args))
 
-    # -- what is not data
-
-    def read(self, entry: Leased) -> dict[str, Any] | None:
-        """The leased entry's request dict, or None when its payload is not valid data
-        (garbage, or a pickle naming code): then it is :meth:`quarantine`\\ d, one round
-        trip (ClusterUnavailable if Redis does not answer: the entry stays leased); a
-        valid entry costs none.  Nothing in it is ever executed."""
-        try:
-            if not entry.payload or len(entry.payload) > MAX_PAYLOAD:
-                raise ValueError(f"a payload of {len(entry.payload)} bytes is not an entry")
-            return load_entry(entry.payload)
-        except Exception as error:  # whatever a crafted payload raises, it stays data
-            reason = f"{type(error).__name__}: {error}"
-            logger.warning("a cluster frontier entry of %s is not data: %s", entry.host, reason)
-            self.quarantine(entry.key, entry.payload, reason, host=entry.host)
-            return None
-
-    @_unavailable
-    def quarantine(self, key: bytes, payload: bytes, reason: str, host: str = "") -> None:
-        """Acknowledge *key* (never handed out again) and keep a record of it (the key,
-        host, reason and the payload's first bytes, base64) in a bounded list."""
-        record = json.dumps(
-            {
-                "key": key.hex(),
-                "host": host[:MAX_HOST],
-                "reason": reason[:500],
-                "size": len(payload),
-                "payload": base64.b64encode(payload[:QUARANTINE_BYTES]).decode(),
-            }
-        )
-        self._run("QUARANTINE", key, record, QUARANTINE_KEEP)
-        self.stats["focus/cluster/quarantined"] += 1
-
-    def quarantined(self) -> list[dict[str, Any]]:
-        """The quarantine's records, newest first (one round trip)."""
-        return [json.loads(raw) for raw in self.client.lrange(self.keys.key("quarantine"), 0, -1)]
-
-    @_unavailable
+    @unavailable
     def flush(self) -> int:
         """Delete every key of the crawl (only when asked): one round trip per thousand
         keys.  Returns how many."""
@@ -370,7 +343,7 @@ class RedisFrontier:
                 deleted, batch = deleted + int(self.client.unlink(*batch)), []
         return deleted + (int(self.client.unlink(*batch)) if batch else 0)
 
-    @_unavailable
+    @unavailable
     def unlease(self, keys: Sequence[bytes]) -> int:
         """This node's leases of *keys*, not fetched, back to their hosts' queues in their
         places (their keys), their turns given back (closing with leases unused).

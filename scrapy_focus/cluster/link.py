@@ -3,23 +3,29 @@
 The reactor thread only ever touches memory: it queues what it has to say
 (pushes, releases, acknowledgements, backoffs...) with :meth:`send`, and takes
 leased entries from :attr:`inbox`.  The link's thread, woken by every
-:meth:`send` and at least every tick, says all that is queued (one round trip
-per kind of message, whatever the number of pages), leases more entries when
-the inbox runs low and the node asked for work (:meth:`want`), heartbeats, and
-polls the cluster's status for closing.  A batch of leased entries wakes the
-engine (``reactor.callFromThread``), so a node waiting for work costs no CPU.
+:meth:`send` and at least every tick, makes *rounds*: everything queued of the
+common kinds (pushes, releases, acknowledgements, whatever their number), a
+heartbeat when due, a lease when the inbox is empty and the node asked for
+work (:meth:`want`), and a status poll when due go to Redis in ONE pipelined
+round trip; the rarer messages (a host's policy, a backoff...) each make their
+own call first.  A batch of leased entries wakes the engine
+(``reactor.callFromThread``), so a node waiting for work costs no CPU.
 
-Redis going away: a call that fails with
-:class:`~scrapy_focus.cluster.frontier.ClusterUnavailable` leaves its messages
-queued (nothing is lost), is logged once per outage, and is tried again after
-a backoff doubling up to ``FOCUS_CLUSTER_MAX_BACKOFF``; the return of Redis is
-logged too.  A message whose call raised anything else is logged and dropped
-(it would fail again), so one bad message cannot wedge the link.
+Redis going away: a round that fails with
+:class:`~scrapy_focus.cluster.entries.ClusterUnavailable` keeps its messages
+(said again: each is idempotent), is logged once per outage, and is tried again
+after a backoff doubling up to ``FOCUS_CLUSTER_MAX_BACKOFF``; the return of
+Redis is logged too.  A lease is the one call that is not idempotent: one whose
+reply was lost left entries leased to this node that it never received, so
+every status poll compares the node's leases in Redis with the keys it holds
+and gives back the others in their places (``unlease``).  A message Redis
+refused for another reason is logged and dropped (it would fail again), so one
+bad message cannot wedge the link.
 
 Closing: :meth:`idle` is True once the cluster had nothing queued and nothing
 leased (and this node nothing unsaid) on two status polls at least
-``FOCUS_CLUSTER_IDLE_CHECK`` apart.  :meth:`close` says what is still queued,
-gives back the leases this node took and did not hand out, and stops the
+``FOCUS_CLUSTER_IDLE_CHECK`` apart.  :meth:`close` gives back the leases this
+node took and did not hand out, says what is still queued, and stops the
 thread.
 """
 
@@ -35,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_focus.cluster.entries import ClusterUnavailable
 
 if TYPE_CHECKING:
-    from scrapy_focus.cluster.entries import Leased, Status
+    from scrapy_focus.cluster.entries import Call, LeaseBatch, Leased, Status
     from scrapy_focus.cluster.frontier import RedisFrontier
     from scrapy_focus.config.sections import ClusterConfig
 
@@ -45,17 +51,11 @@ TICK = 0.05  # seconds between two looks when nothing wakes the thread
 IDLE_LOOK = 0.5  # seconds between two leases while the cluster has nothing ready
 # The kinds of message, in the order they are said: pushes first, so an
 # acknowledgement never reaches Redis before the links its page led to.
-KINDS = (
-    "state",
-    "set_policy",
-    "push",
-    "release",
-    "requeue",
-    "ack",
-    "backoff",
-    "hold",
-    "quarantine",
-)
+# Said in one pipelined call per round, whatever their number.
+BATCHED = ("push", "release", "ack")
+# Rarer, each its own call, said first (a host's policy before its first push).
+SINGLE = ("state", "set_policy", "unlease", "requeue", "backoff", "hold", "quarantine")
+KINDS = SINGLE + BATCHED
 
 
 class ClusterLink:
@@ -96,6 +96,8 @@ class ClusterLink:
         self.down_since: float | None = None
         self.wait: float | None = None  # seconds until the cluster's next host is ready
         self.round_trips = 0
+        self._held: set[bytes] = set()  # keys leased to this node and not given up yet
+        self._suspect_orphans = False
 
     # -- the reactor's side
 
@@ -128,9 +130,10 @@ class ClusterLink:
         """Say everything queued, give back the leases not handed out, stop;
         with *flush*, delete the crawl's keys if the whole cluster is done."""
         self._flush = flush
-        for entry in list(self.inbox):
-            self.send("requeue", (entry, entry.score))
+        unused = [entry.key for entry in self.inbox]
         self.inbox.clear()
+        for key in unused:  # back in their places, their hosts' turns given back
+            self.send("unlease", key)
         self._stopping = True
         self._event.set()
         if self._thread is not None:
@@ -196,30 +199,88 @@ class ClusterLink:
         return min(self.config.max_backoff, max(0.1, backoff * 2))
 
     def _round(self) -> None:
-        """One look: say, lease, heartbeat, poll (raises ClusterUnavailable)."""
-        self._say()
+        """One look, ONE round trip for the common case: the round's pushes,
+        releases and acknowledgements, a heartbeat, a lease and a status poll
+        when due, pipelined (raises ClusterUnavailable, everything kept)."""
+        self._say_single()
         now = self.clock()
+        taken = {kind: self._take(kind) for kind in BATCHED}
+        frontier = self.frontier
+        parts: list[str] = []
+        calls: list[Call] = []
+        for kind, make in (
+            ("push", frontier.push_call),
+            ("release", frontier.release_call),
+            ("ack", frontier.ack_call),
+        ):
+            if taken[kind]:
+                parts.append(kind)
+                calls.append(make(taken[kind]))
         if now - self._last_heartbeat >= self.config.heartbeat:
-            self.frontier.heartbeat()
-            self.round_trips += 1
-            self._last_heartbeat = now
+            parts.append("heartbeat")
+            calls.append(frontier.heartbeat_call())
         if self._wanted and not self._stopping and not self.inbox:
-            self._lease()
+            parts.append("lease")
+            calls.append(frontier.lease_call(self._room))
         if now - self._last_status >= self.config.idle_check:
-            self._poll(now)
+            parts.append("status")
+            calls.append(frontier.status_call())
+        if not calls:
+            return
+        if taken["push"] or taken["release"] or taken["ack"]:
+            self._idle_polls.clear()  # what is said may be new work: look again
+        try:
+            results = frontier.run(calls)
+        except ClusterUnavailable:
+            for kind in BATCHED:
+                self._put_back(kind, taken[kind])
+            # A lease whose reply was lost is out in this node's name: found at the
+            # next poll and given back (_recover).
+            self._suspect_orphans = self._suspect_orphans or "lease" in parts
+            raise
+        self.round_trips += 1
+        for part, result in zip(parts, results, strict=True):
+            if isinstance(result, Exception):
+                logger.error("Cluster: Redis refused this node's %s: %s", part, result)
+                continue
+            self._received(part, result, taken, now)
+        if "status" in parts or self._suspect_orphans:
+            self._recover()
 
-    def _say(self) -> None:
-        for kind in KINDS:
-            with self._lock:
-                messages, self._outbox[kind] = self._outbox[kind], []
+    def _received(self, part: str, result: Any, taken: dict[str, list[Any]], now: float) -> None:
+        if part == "push":
+            self._on_pushed(result)
+        elif part == "ack":
+            self._held.difference_update(taken["ack"])
+        elif part == "heartbeat":
+            self._last_heartbeat = now
+        elif part == "lease":
+            self._leased(result)
+        elif part == "status":
+            self._polled(result, now)
+
+    def _take(self, kind: str) -> list[Any]:
+        with self._lock:
+            messages, self._outbox[kind] = self._outbox[kind], []
+        return messages
+
+    def _put_back(self, kind: str, messages: list[Any]) -> None:
+        if messages:
+            with self._lock:  # said again, before anything queued since
+                self._outbox[kind][:0] = messages
+
+    def _say_single(self) -> None:
+        """The rarer messages, each its own call, before the batched ones (a host's
+        policy before its first push)."""
+        for kind in SINGLE:
+            messages = self._take(kind)
             if not messages:
                 continue
-            self._idle_polls.clear()  # what is said may be new work: look again
+            self._idle_polls.clear()
             try:
                 self._say_kind(kind, messages)
             except ClusterUnavailable:
-                with self._lock:  # said again, before anything queued since
-                    self._outbox[kind][:0] = messages
+                self._put_back(kind, messages)
                 raise
             except Exception:
                 logger.exception(
@@ -229,15 +290,13 @@ class ClusterLink:
 
     def _say_kind(self, kind: str, messages: list[Any]) -> None:
         frontier = self.frontier
-        if kind == "push":
-            self._on_pushed(frontier.push(messages))
-        elif kind == "release":
-            frontier.release(messages)
-        elif kind == "ack":
-            frontier.ack(messages)
+        if kind == "unlease":
+            frontier.unlease(messages)
+            self._held.difference_update(messages)
         elif kind == "requeue":
             for entry, score in messages:
                 frontier.requeue(entry, score)
+                self._held.discard(entry.key)
         elif kind == "set_policy":
             for host, delay, concurrency in messages:
                 frontier.set_policy(host, delay, concurrency)
@@ -253,12 +312,12 @@ class ClusterLink:
         elif kind == "quarantine":
             for key, payload, reason in messages:
                 frontier.quarantine(key, payload, reason)
+                self._held.discard(key)
 
-    def _lease(self) -> None:
-        batch = self.frontier.lease(self._room)
-        self.round_trips += 1
+    def _leased(self, batch: LeaseBatch) -> None:
         self.wait = batch.wait
         if batch.entries:
+            self._held.update(entry.key for entry in batch.entries)
             self.inbox.extend(batch.entries)
             self._wanted = False
             self._idle_polls.clear()
@@ -268,13 +327,25 @@ class ClusterLink:
             # node's pushes do not wake this thread), unless a message comes first.
             self._event.wait(min(batch.wait if batch.wait is not None else IDLE_LOOK, IDLE_LOOK))
 
-    def _poll(self, now: float) -> None:
-        status = self.status = self.frontier.status()
+    def _recover(self) -> None:
+        """Give back what Redis leased to this node and the node never received (a
+        reply lost to an outage or to a retry inside the client)."""
+        orphans = self.frontier.my_leases() - self._held
         self.round_trips += 1
+        self._suspect_orphans = False
+        if orphans:
+            self.frontier.unlease(sorted(orphans))
+            self.round_trips += 1
+            logger.warning(
+                "Cluster: %d lease(s) whose reply was lost went back to the frontier",
+                len(orphans),
+            )
+
+    def _polled(self, status: Status, now: float) -> None:
+        self.status = status
         self._last_status = now
-        self._on_status(
-            status, {**self.frontier.stats, "focus/cluster/round_trips": self.round_trips}
-        )
+        counts = {**self.frontier.stats, "focus/cluster/round_trips": self.round_trips}
+        self._on_status(status, counts)
         if status.queued or status.leased or self.inbox or self.unsaid():
             self._idle_polls.clear()
             return

@@ -84,12 +84,18 @@ class NodeStore:
         return True
 
     def push(
-        self, host: str, priority: int, score: float, payload: bytes, fingerprint: bytes = b""
+        self,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
+        filtered: bool = True,
     ) -> bytes:
         if host not in self._hosts_seen:
             self._hosts_seen.add(host)
             self._new_host(host)  # its politeness first: messages are said in order
-        self.link.send("push", Push(fingerprint, host, priority, score, payload))
+        self.link.send("push", Push(fingerprint, host, priority, score, payload, filtered))
         return _NO_KEY
 
     def seen_pending(self, fingerprint: bytes, key: bytes) -> None:

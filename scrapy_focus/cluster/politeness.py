@@ -9,7 +9,13 @@ script that leases a host's next request to whichever node asks
 (:mod:`scrapy_focus.cluster.frontier`).  So this object
 
 * tells Redis a host's delay and concurrency when the node first pushes to it,
-  and again whenever they change (a robots.txt parsed since, a limit lifted);
+  and again whenever they change (a robots.txt parsed since, a limit lifted).
+  A host with a delay gets one request at a time, the next one a delay after the
+  previous one *ended*: a lease and its request on the wire are some
+  milliseconds apart, more on a loaded node, and only this rule keeps two
+  nodes' requests a delay apart whatever those milliseconds are (one machine
+  measures from the start, as Scrapy does; the cluster is slower by the length
+  of a fetch per request, never faster than the delay);
 * tells Redis a dispatched request is done (``finished``): the host's turn and
   in-flight slot are shared by every node;
 * turns a backoff or a hold into a message, so one node's 429 holds the host
@@ -63,7 +69,11 @@ class ClusterPoliteness:
 
     def _tell_policy(self, host: str) -> None:
         rules = self.rules
-        policy = (rules.delay(host), rules.concurrency(host))
+        delay = rules.delay(host)
+        # One request at a time to a host with a delay, the next one a delay after
+        # it ended: whatever the time between a lease and its request on the wire
+        # (the reactor, the downloader), two nodes' requests are never closer.
+        policy = (delay, 1 if delay > 0 else rules.concurrency(host))
         if self._said.get(host) != policy:
             self._said[host] = policy
             self.link.send("set_policy", (host, *policy))

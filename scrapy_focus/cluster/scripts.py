@@ -23,6 +23,8 @@ first lease; ``placed`` is its member of ``ready`` while it is there.
 
 from __future__ import annotations
 
+from typing import Any
+
 FIXED_KEYS = (
     "seq", "payloads", "ready", "waiting", "leases", "deadlines", "nodes", "counts",
     "quarantine", "seen:buckets",
@@ -179,7 +181,8 @@ local function place_all(hosts) for host in pairs(hosts) do place(host) end end
 """
 
 # ARGV after the common ones: per item member, bucket source, host, rank, payload,
-# delay, concurrency.  Returns 1 (queued) or 0 (seen before) per item.
+# delay, concurrency, force (1: queued even if seen).  Returns 1 (queued) or 0 (seen
+# before) per item.
 PUSH = r"""
 local buckets = tonumber(redis.call('GET', K_BUCKETS) or '')
 if not buckets or buckets < 1 then
@@ -187,10 +190,10 @@ if not buckets or buckets < 1 then
   buckets = tonumber(ARGV[A + 1])
 end
 local out, touched = {}, {}
-for i = A + 2, #ARGV, 7 do
+for i = A + 2, #ARGV, 8 do
   local host = ARGV[i + 2]
   local bucket = P .. ':seen:' .. (tonumber(ARGV[i + 1]) % buckets)
-  if redis.call('SADD', bucket, ARGV[i]) == 1 then
+  if redis.call('SADD', bucket, ARGV[i]) == 1 or ARGV[i + 7] == '1' then
     ensure(host, ARGV[i + 5], ARGV[i + 6])
     local key = new_key(ARGV[i + 3])
     redis.call('ZADD', qkey(host), 0, key)
@@ -368,3 +371,16 @@ end
 place_all(touched)
 return n
 """
+
+
+def register(client: Any) -> dict[str, Any]:
+    """Every script of the frontier registered on *client* (EVALSHA, reloaded after a
+    NOSCRIPT), by name."""
+    from scrapy_focus.cluster import host_scripts
+
+    mine = ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")
+    theirs = ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")
+    return {
+        **{name: client.register_script(LIB + globals()[name]) for name in mine},
+        **{name: client.register_script(LIB + getattr(host_scripts, name)) for name in theirs},
+    }

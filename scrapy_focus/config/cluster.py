@@ -70,7 +70,7 @@ def read_cluster(read: Reader) -> ClusterConfig:
         params=params,
         name=read("FOCUS_CLUSTER_NAME"),
         key_prefix=prefix,
-        node=read("FOCUS_CLUSTER_NODE"),
+        node=str(read("FOCUS_NODE_NAME") or ""),
         heartbeat=read("FOCUS_CLUSTER_HEARTBEAT"),
         lease_timeout=read("FOCUS_CLUSTER_LEASE_TIMEOUT"),
         lease_deadline=read("FOCUS_CLUSTER_LEASE_DEADLINE"),

@@ -226,7 +226,9 @@ class FocusScheduler(BaseScheduler):
         state.link.score = score
         store = self._store()
         payload = self.codec.encode(request, fingerprint)
-        key = store.push(host, request.priority, score, payload, fingerprint)
+        key = store.push(
+            host, request.priority, score, payload, fingerprint, not request.dont_filter
+        )
         store.seen_pending(fingerprint, key)
         self.codec.count_scheduled("enqueued", payload)
         self.guards.admitted(host)

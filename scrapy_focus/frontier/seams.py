@@ -34,7 +34,8 @@ class FrontierStore(Protocol):
       returns its key; a host's entries come out best first: higher
       ``priority``, then higher ``score``, then first in, first out.  Keys are
       never reused.  A shared store checks *fingerprint* against its seen set
-      in the same step (a page another node queued is not queued twice).
+      in the same step (a page another node queued is not queued twice), unless
+      the request is not *filtered* (a retry, ``dont_filter``).
     * ``best(host)`` is the key of the host's best entry (None: none queued),
       without taking it; ``hosts()`` the hosts with an entry queued.
     * ``pop(host)`` takes the best entry and *leases* it: the entry is out of
@@ -66,7 +67,13 @@ class FrontierStore(Protocol):
     def __len__(self) -> int: ...
     def hosts(self) -> Iterator[str]: ...
     def push(
-        self, host: str, priority: int, score: float, payload: bytes, fingerprint: bytes = b""
+        self,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
+        filtered: bool = True,
     ) -> bytes: ...
     def quarantine(self, entry: Entry, reason: str) -> None: ...
     def best(self, host: str) -> bytes | None: ...

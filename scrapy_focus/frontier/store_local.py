@@ -210,10 +210,17 @@ class LmdbFrontierStore:
         return host_id
 
     def push(
-        self, host: str, priority: int, score: float, payload: bytes, fingerprint: bytes = b""
+        self,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
+        filtered: bool = True,
     ) -> bytes:
         """Store an entry; return its key (its position among the host's entries).
-        The seen set is kept apart (*fingerprint* is for a shared store's one step)."""
+        The seen set is kept apart (*fingerprint* and *filtered* are for a shared
+        store's one step)."""
         self._seq += 1
         txn = self._txn_now()
         key = encode_key(self._host_id(txn, host), priority, score, self._seq)
