@@ -326,7 +326,7 @@ def test_install_puts_the_shared_state_in_place_and_says_so(redis_server, caplog
     url = redis_server.url.replace("redis://", "redis://:secret@")
     redis_server_password = "secret"
     crawler = get_crawler(
-        Spider, {"REDIS_URL": url, "FOCUS_TOPIC": "databases", "FOCUS_CLUSTER_NODE": "n1"}
+        Spider, {"REDIS_URL": url, "FOCUS_TOPIC": "databases", "FOCUS_NODE_NAME": "n1"}
     )
     crawler.spider = Spider.from_crawler(crawler, name="docs")
     client_of(redis_server).config_set("requirepass", redis_server_password)

@@ -21,7 +21,7 @@ def node(farm, redis_server, workdir, name, max_pages, start):
     workdir.mkdir()
     settings = {
         "REDIS_URL": redis_server.url,
-        "FOCUS_CLUSTER_NODE": name,
+        "FOCUS_NODE_NAME": name,
         "FOCUS_MAX_PAGES": max_pages,
         "FOCUS_TOPIC": "article",
         "EXTENSIONS": {STATS_EXTENSION: 0, INSTALL: 0},
