@@ -82,6 +82,10 @@ class ClusterPoliteness:
             self._held.add(host)
             self.link.send("hold", (host, why))
 
+    def delay(self, host: str) -> float:
+        """The host's delay by this node's rules (what it told Redis)."""
+        return self.rules.delay(host)
+
     # -- readiness is Redis's
 
     def ready_at(self, host: str) -> float:

@@ -9,6 +9,7 @@ node (:mod:`scrapy_focus.cluster.node`); its link to Redis starts here.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from scrapy_focus.faults import StorageError
     from scrapy_focus.frontier.seams import FrontierStore
 
+logger = logging.getLogger(__name__)
+
 
 def open_frontier(
     crawler: Crawler, config: FrontierConfig, on_error: Callable[[StorageError], None]
@@ -38,3 +41,14 @@ def open_frontier(
     directory = Path(config.jobdir, "focus-frontier") if config.jobdir else None
     store = LmdbFrontierStore(directory, on_error=on_error)
     return store, HostQueues(store, runtime.politeness, crawler.stats, engine_waker(crawler))
+
+
+def warn_ignored_queue_settings(config: FrontierConfig) -> None:
+    """Say at start-up which of Scrapy's queue settings the frontier replaces."""
+    for name in config.ignored_queue_settings:
+        logger.warning(
+            "%s is set, but FocusScheduler orders requests itself (best score first, "
+            "Request.priority above all): the setting is ignored. Disable the frontier "
+            "(FOCUS_FRONTIER_ENABLED = False) to keep Scrapy's queues.",
+            name,
+        )

@@ -49,7 +49,7 @@ from scrapy_focus.frontier.admission import (
 from scrapy_focus.frontier.codec import RequestCodec
 from scrapy_focus.frontier.dupes import Duplicates
 from scrapy_focus.frontier.leases import Leases
-from scrapy_focus.frontier.opening import open_frontier
+from scrapy_focus.frontier.opening import open_frontier, warn_ignored_queue_settings
 from scrapy_focus.frontier.rescoring import Rescorer
 from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl
 from scrapy_focus.frontier.traps import TrapDetector
@@ -112,13 +112,7 @@ class FocusScheduler(BaseScheduler):
     def open(self, spider: Spider) -> Any:
         self.spider = spider
         self.duplicates.open(spider)
-        for name in self.config.ignored_queue_settings:
-            logger.warning(
-                "%s is set, but FocusScheduler orders requests itself (best score first, "
-                "Request.priority above all): the setting is ignored. Disable the frontier "
-                "(FOCUS_FRONTIER_ENABLED = False) to keep Scrapy's queues.",
-                name,
-            )
+        warn_ignored_queue_settings(self.config)
         self.crawl_scope.open(getattr(spider, "allowed_domains", None) or ())
         store, self.hosts = open_frontier(self.crawler, self.config, self._storage_failed)
         self.store = store
@@ -215,20 +209,27 @@ class FocusScheduler(BaseScheduler):
         score = link_score(state, arrival.seed or arrival.example, self.config, self.model.scorer)
         if score is None:  # hard focus: links of irrelevant pages are not followed
             return self._reject("hard-focus", arrival.kind)
-        self._push(request, state_of(request), fingerprint, host, score)
+        # Scrapy makes seeds dont_filter: a shared store still queues a seed once for
+        # every node that yields it, but a request that came back (a retry) again.
+        filtered = not request.dont_filter or (arrival.seed and came_back is None)
+        self._push(request, state_of(request), fingerprint, host, score, filtered)
         return True
 
     def _push(
-        self, request: Request, state: FocusState, fingerprint: bytes, host: str, score: float
+        self,
+        request: Request,
+        state: FocusState,
+        fingerprint: bytes,
+        host: str,
+        score: float,
+        filtered: bool,
     ) -> None:
         if state.link is None:
             state.link = LinkContext(url=request.url)
         state.link.score = score
         store = self._store()
         payload = self.codec.encode(request, fingerprint)
-        key = store.push(
-            host, request.priority, score, payload, fingerprint, not request.dont_filter
-        )
+        key = store.push(host, request.priority, score, payload, fingerprint, filtered)
         store.seen_pending(fingerprint, key)
         self.codec.count_scheduled("enqueued", payload)
         self.guards.admitted(host)
@@ -279,7 +280,8 @@ class FocusScheduler(BaseScheduler):
         if self._closing or not len(store):
             return None
         if not self.stop_conditions.budget_left(len(self.leases)):
-            return None  # enough in flight to reach FOCUS_MAX_PAGES: no overshoot
+            self._check_stop()  # spent already (by other nodes, by a resumed run): stop
+            return None  # else enough in flight to reach FOCUS_MAX_PAGES: no overshoot
         while (host := self.hosts.pop_ready()) is not None:
             request = self._take(host)
             if request is not None:

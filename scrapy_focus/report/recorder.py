@@ -54,6 +54,7 @@ class FocusSeriesRecorder:
     """See the module docstring."""
 
     def __init__(self, crawler: Crawler, config: ReportConfig) -> None:
+        self._failed = False  # a sample failed (logged once)
         self.crawler = crawler
         self.config = config
         self.node = node_name(config)
@@ -103,7 +104,14 @@ class FocusSeriesRecorder:
 
     def record(self, finish_reason: str = "") -> None:
         started = time.perf_counter()
-        sample = take_sample(self.crawler, self.node, self.config.top_hosts, finish_reason)
+        try:
+            sample = take_sample(self.crawler, self.node, self.config.top_hosts, finish_reason)
+        except Exception:  # a figure that cannot be read costs a sample, not the crawl
+            if not self._failed:
+                logger.exception("Could not take a sample of the crawl's series")
+            self._failed = True
+            self.crawler.stats.inc_value("focus/series/failed")
+            return
         stats = self.crawler.stats
         stats.inc_value("focus/series/samples")
         stats.max_value("focus/series/max_seconds", round(time.perf_counter() - started, 4))
