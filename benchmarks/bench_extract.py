@@ -628,6 +628,44 @@ def cost_table(groups: dict[tuple[str, str], list[Result]]) -> list[str]:
     return out
 
 
+def docs_cost(root: Path) -> str:
+    """Thread CPU per page of extracting every page under *root* (the Python docs), one
+    process, the settings interleaved page by page: trafilatura's default, the call the
+    issue measured (Markdown with metadata), and ours with the default options."""
+    files = sorted(root.rglob("*.html"))
+    runs: dict[str, Any] = {
+        "trafilatura default": lambda body, url: trafilatura.extract(body),
+        "trafilatura, markdown + metadata": lambda body, url: trafilatura.extract(
+            body, output_format="markdown", with_metadata=True
+        ),
+        "ours (defaults)": lambda body, url: extract_page(body, url, "text/html").text,
+    }
+    times: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
+    for path in files:
+        body, url = path.read_bytes(), path.as_uri()
+        for name, run in runs.items():
+            started = time.thread_time()
+            chars = len(run(body, url) or "")
+            times[name].append((time.thread_time() - started, path.name, chars))
+    base = statistics.fmean(t for t, _, _ in times["trafilatura default"])
+    out = [
+        f"### CPU per page on the Python docs ({len(files)} pages)",
+        "",
+        "| setting | mean ms | x default | median ms | p95 ms | max | pages > 1 s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, rows in times.items():
+        ts = sorted(t for t, _, _ in rows)
+        worst = max(rows)
+        out.append(
+            f"| {name} | {1000 * statistics.fmean(ts):.1f} | {statistics.fmean(ts) / base:.2f}x "
+            f"| {1000 * statistics.median(ts):.1f} | {1000 * ts[int(0.95 * (len(ts) - 1))]:.0f} "
+            f"| {worst[0]:.2f} s ({worst[1]}, {worst[2]:,} chars) "
+            f"| {sum(t > 1 for t in ts)} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def print_constants(cal: Calibration) -> None:
     print("\n# --- paste into scrapy_focus/extract/confidence.py ---")
     print("WEIGHTS: dict[str, float] = {")
@@ -660,7 +698,13 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1.0, help="ridge penalty of the fit")
     parser.add_argument("--fit", action="store_true", help="print constants to paste")
     parser.add_argument("--write-docs", action="store_true", help=f"update {DOCS.name}")
+    parser.add_argument("--docs", type=Path, help="also time every page under this directory")
+    parser.add_argument("--docs-only", action="store_true", help="only the --docs timing")
     args = parser.parse_args()
+    if args.docs:
+        print(docs_cost(args.docs))
+        if args.docs_only:
+            return
 
     pages = load_aeb(args.aeb) + load_wcxb(args.wcxb)
     if args.limit:
