@@ -116,7 +116,7 @@ FOCUS_EXTRACT_CASCADE_CONFIDENCE = 0.0
 #: A block of at least this many links, nearly all link text (a site map, a table of
 #: contents, a general index), is cut to its first 100 links before trafilatura walks
 #: it; the page measures still count all of it.  0: never.
-FOCUS_EXTRACT_PRUNE_LINKS = 300
+FOCUS_EXTRACT_PRUNE_LINKS = 2000
 
 # -- confidence and the content contract (scrapy_focus.pipelines) -----------------
 

@@ -36,7 +36,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     assert [getattr(with_addon.browser, name) for name in render] == ["auto", 5.0, 0.5]
     assert bare.extract.options == with_addon.extract.options
     cascade = ("cascade", "cascade_confidence", "prune_min_links")
-    assert [getattr(bare.extract.options, name) for name in cascade] == [False, 0.0, 300]
+    assert [getattr(bare.extract.options, name) for name in cascade] == [False, 0.0, 2000]
     assert bare.extract.options == ExtractOptions()  # the settings' defaults are the options'
     assert bare.contract.rules == with_addon.contract.rules
 

@@ -39,7 +39,7 @@ class ExtractOptions:
     cascade_confidence: float = 0.0
     # blocks with at least this many links, nearly all link text, are cut to their first
     # links before trafilatura (scrapy_focus.extract.prune); 0: off
-    prune_min_links: int = 300
+    prune_min_links: int = 2000
 
 
 def metadata_setting(value: Any) -> tuple[bool, tuple[str, ...]]:

@@ -42,7 +42,7 @@ _SKIPPED_TAGS = frozenset(("script", "style", "noscript", "template", "svg", "ma
 
 
 #: Default of ``FOCUS_EXTRACT_PRUNE_LINKS``: a block with fewer links is left alone.
-PRUNE_MIN_LINKS = 300
+PRUNE_MIN_LINKS = 2000
 #: Links kept of a block that is cut.
 PRUNE_KEEP_LINKS = 100
 
