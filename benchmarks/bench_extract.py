@@ -455,7 +455,7 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
         "",
         "### Extraction F1",
         "",
-        "| set | pages | trafilatura default | ours (defaults: the cascade) "
+        "| set | pages | trafilatura default | ours (defaults) "
         "| full (cascade off) | fast=True |",
         "|---|---:|---:|---:|---:|---:|",
     ]
@@ -607,7 +607,7 @@ def cost_table(groups: dict[tuple[str, str], list[Result]]) -> list[str]:
         base = statistics.fmean(r.baseline_cpu for r in rs)
         runs = (
             ("trafilatura default", lambda r: r.baseline, lambda r: r.baseline_cpu),
-            ("ours (cascade)", lambda r: r.cascade["text"], lambda r: r.cascade["cpu"]),
+            ("the cascade", lambda r: r.cascade["text"], lambda r: r.cascade["cpu"]),
             ("full (cascade off)", lambda r: r.slow["text"], lambda r: r.slow["cpu"]),
             ("fast=True", lambda r: r.fast["text"], lambda r: r.fast["cpu"]),
         )
