@@ -455,8 +455,7 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
         "",
         "### Extraction F1",
         "",
-        "| set | pages | trafilatura default | ours (defaults) "
-        "| full (cascade off) | fast=True |",
+        "| set | pages | trafilatura default | ours (defaults) | full (cascade off) | fast=True |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
