@@ -293,6 +293,73 @@ FOCUS_BREAKER_COOLDOWN = 60.0
 FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
 
 
+# -- Cluster mode (scrapy_focus.cluster; the ``cluster`` extra) ---------------------------
+
+#: The Redis server that nodes of one crawl share, as a URL
+#: (``redis://host:6379/0``, ``rediss://...``, ``unix:///path/redis.sock``).  Empty:
+#: scrapy-redis's own ``REDIS_URL`` / ``REDIS_HOST`` + ``REDIS_PORT`` (with
+#: ``REDIS_PARAMS``) when the project sets one, else no cluster (one machine).
+FOCUS_CLUSTER_REDIS_URL = ""
+#: The crawl's name: nodes with the same name share one frontier.  Empty: the spider's.
+FOCUS_CLUSTER_NAME = ""
+#: Every key of a crawl starts with this template (``%(crawl)s``: the crawl's name).  The
+#: braces are a Redis Cluster hash tag: all of one crawl's keys live in one slot, so its
+#: scripts may touch any of them.  The keys under it:
+#: ``<prefix>:q:<host>`` (sorted set: a host's queue, best first, FIFO among equals),
+#: ``<prefix>:payloads`` (hash: entry key -> request as data, never a pickle),
+#: ``<prefix>:seq`` (the entries' sequence), ``<prefix>:host:<host>`` (hash: a host's
+#: delay, concurrency, last request, backoff, held), ``<prefix>:inflight:<host>`` (its
+#: leases in flight), ``<prefix>:ready`` / ``<prefix>:waiting`` (sorted sets: hosts
+#: ready now, best entry first / hosts by the time they are ready),
+#: ``<prefix>:seen:<bucket>`` and ``<prefix>:seen:buckets`` (the seen set),
+#: ``<prefix>:leases`` / ``<prefix>:deadlines`` / ``<prefix>:node:<node>`` (leases out, by
+#: deadline, by node), ``<prefix>:nodes`` (the nodes' heartbeats), ``<prefix>:counts``
+#: (queued and held entries), docs/cluster.md has the details;
+#: ``<prefix>:counters``, ``<prefix>:history``, ``<prefix>:breaker``,
+#: ``<prefix>:model``, ``<prefix>:state`` (small named values), ``<prefix>:quarantine``
+#: (entries that are not valid data, kept for a person to read).
+FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
+#: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
+#: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease
+#: whatever the heartbeats say (a node stuck on one page).
+FOCUS_CLUSTER_HEARTBEAT = 2.0
+FOCUS_CLUSTER_LEASE_TIMEOUT = 15.0
+FOCUS_CLUSTER_LEASE_DEADLINE = 900.0
+#: While Redis does not answer, a node retries with a backoff growing to this many
+#: seconds (logged once per outage), losing nothing.
+FOCUS_CLUSTER_MAX_BACKOFF = 30.0
+#: A node finishes when the cluster's frontier is empty, no host is pending and no lease
+#: is out, on two checks this many seconds apart.
+FOCUS_CLUSTER_IDLE_CHECK = 3.0
+#: Delete the crawl's keys when a node closes with the frontier finished.  Off: shared
+#: state is never flushed unless asked (``scrapy focus-cluster flush``-style tools).
+FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
+#: How many URLs the crawl expects to see: the seen set is split into buckets of about
+#: 256 fingerprints each (so a crawl of twice that stays compact), fixed when the crawl's
+#: first node starts; a crawl far beyond it still works, at several times the memory.
+FOCUS_CLUSTER_SEEN_EXPECTED = 1_000_000
+
+
+# -- seeing a crawl (scrapy_focus.report) -------------------------------------------------
+
+#: Seconds between two samples of the crawl's time series (one JSON line each, in
+#: ``<corpus directory>/focus-series/<node>.jsonl``, plus one at close), which
+#: ``scrapy focus-report`` draws.  Recorded only when the corpus is on; 0: off.
+FOCUS_SERIES_INTERVAL = 10.0
+#: Hosts a sample describes one by one (the most requested; the crawl-wide figures
+#: count every host).
+FOCUS_SERIES_TOP_HOSTS = 20
+#: This node's name in the series (its file name, a Prometheus label) and, in cluster
+#: mode, in its leases and heartbeats; empty: ``<hostname>-<pid>``.  Each node of a
+#: cluster records its own series file.
+FOCUS_NODE_NAME = ""
+#: Serve the same figures in Prometheus' text format on this port (``/metrics``,
+#: needs the ``metrics`` extra: prometheus-client); 0: off.
+FOCUS_PROMETHEUS_PORT = 0
+#: The address the Prometheus endpoint listens on: this machine only by default.
+FOCUS_PROMETHEUS_HOST = "127.0.0.1"
+
+
 # -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)
 
 #: Scrapy's 1 GiB is no size for a page of text, and every byte of a body is held in

@@ -25,14 +25,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy_focus import settings as defaults
+from scrapy_focus.config.cluster import read_cluster
 from scrapy_focus.config.sections import (
     BrowserConfig,
+    ClusterConfig,
     ContractConfig,
     CorpusConfig,
     ExtractConfig,
     FrontierConfig,
     LadderConfig,
     PolitenessConfig,
+    ReportConfig,
     TopicConfig,
 )
 from scrapy_focus.contract import ContractRules
@@ -108,6 +111,8 @@ class FocusConfig:
     browser: BrowserConfig
     canonical_urls: bool
     tracking_params: tuple[str, ...]
+    cluster: ClusterConfig
+    report: ReportConfig
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FocusConfig:
@@ -123,6 +128,8 @@ class FocusConfig:
             browser=_browser(read),
             canonical_urls=read("FOCUS_CANONICAL_URLS_ENABLED"),
             tracking_params=read("FOCUS_TRACKING_PARAMS"),
+            cluster=read_cluster(read),
+            report=_report(read),
         )
 
 
@@ -361,3 +368,16 @@ def _render_mode(value: Any) -> str:
             f"FOCUS_BROWSER_RENDER must be one of {', '.join(RENDER_MODES)}, not {value!r}"
         )
     return mode
+
+
+def _report(read: _Reader) -> ReportConfig:
+    port = read("FOCUS_PROMETHEUS_PORT")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"FOCUS_PROMETHEUS_PORT must be a port (0: off), not {port}")
+    return ReportConfig(
+        series_interval=max(0.0, read("FOCUS_SERIES_INTERVAL")),
+        top_hosts=max(1, read("FOCUS_SERIES_TOP_HOSTS")),
+        node_name=str(read("FOCUS_NODE_NAME") or ""),
+        prometheus_port=port,
+        prometheus_host=str(read("FOCUS_PROMETHEUS_HOST") or "127.0.0.1"),
+    )

@@ -168,3 +168,35 @@ class BrowserConfig:
     render: str  # "auto" | "always" | "never": the render wait (engines/render.py)
     render_wait: float  # seconds, per page
     render_quiet: float  # seconds without change that make a page stable
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Cluster mode: nodes sharing one crawl through Redis (:mod:`scrapy_focus.cluster`)."""
+
+    enabled: bool
+    url: str  # the Redis URL (redis://, rediss://, unix://)
+    source: str  # the setting it came from, said at start-up
+    params: dict[str, Any]  # REDIS_PARAMS, passed to the client as they are
+    name: str  # empty: the spider's name
+    key_prefix: str  # a template with %(crawl)s
+    node: str  # empty: <hostname>-<pid>
+    heartbeat: float
+    lease_timeout: float
+    lease_deadline: float
+    max_backoff: float
+    idle_check: float
+    flush_on_close: bool
+    seen_expected: int = 1_000_000  # URLs the seen set is sized for (cluster/seen.py)
+    ignored_redis_settings: tuple[str, ...] = ()  # scrapy-redis settings the user set
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The crawl's time series and its live endpoint (:mod:`scrapy_focus.report`)."""
+
+    series_interval: float  # seconds between samples; 0: no series
+    top_hosts: int
+    node_name: str  # empty: <hostname>-<pid>
+    prometheus_port: int  # 0: no endpoint
+    prometheus_host: str
