@@ -63,6 +63,8 @@ from scrapy_focus.extract.page import Extraction, ExtractOptions, extract_page
 
 DATA = REPO.parent / "shared" / "data"
 DOCS = REPO / "docs" / "benchmarks.md"
+EXTRACT = REPO / "scrapy_focus" / "extract"
+TEXT = "scrapy_focus/text.py"
 SECTION = "## Extraction and confidence (bench_extract.py)"
 GOOD_F1 = 0.8
 FOLDS = 5
@@ -198,12 +200,16 @@ class Result:
     baseline: str = ""
     baseline_seconds: float = 0.0
     fast: dict[str, Any] = field(default_factory=dict)  # Extraction.to_dict(), fast=True
-    slow: dict[str, Any] = field(default_factory=dict)  # Extraction.to_dict(), fast=False
+    slow: dict[str, Any] = field(default_factory=dict)  # fast=False, cascade=False: the full
+    cascade: dict[str, Any] = field(default_factory=dict)  # the cheap one, the full if doubtful
+    baseline_cpu: float = 0.0  # seconds of thread CPU time of trafilatura.extract(body)
 
     @property
     def ours(self) -> dict[str, Any]:
         """The extraction with the default options (what a crawl gets)."""
-        return self.fast if DEFAULTS.fast else self.slow
+        if DEFAULTS.fast:
+            return self.fast
+        return self.cascade if DEFAULTS.cascade else self.slow
 
 
 DEFAULTS = ExtractOptions()
@@ -213,23 +219,28 @@ _warm = False
 
 def run_page(page: Page) -> Result:
     body = gzip.decompress(page.path.read_bytes())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     baseline = trafilatura.extract(body) or ""
-    baseline_seconds = time.perf_counter() - started
+    baseline_seconds, baseline_cpu = time.perf_counter() - started, time.thread_time() - cpu
     global _warm
     if not _warm:  # first call in a worker pays imports and caches: not part of any timing
         extract_page(body, page.url)
         _warm = True
-    # both orders alternate over pages, so that cache effects do not favour one setting
-    first, second = (True, False) if int(page.id, 16) % 2 else (False, True)
-    runs = {
-        fast: extract_page(body, page.url, None, replace(DEFAULTS, fast=fast))
-        for fast in (first, second)
+    settings = {
+        "fast": replace(DEFAULTS, fast=True, cascade=False),
+        "slow": replace(DEFAULTS, fast=False, cascade=False),
+        "cascade": replace(DEFAULTS, fast=False, cascade=True),
     }
-    result = Result(page, baseline, baseline_seconds, runs[True].to_dict(), runs[False].to_dict())
-    for data in (result.fast, result.slow):
-        data["json_ld"] = _shrink(data["json_ld"])
-    return result
+    # the orders rotate over pages, so that cache effects do not favour one setting
+    names = list(settings)
+    shift = int(page.id, 16) % len(names)
+    runs: dict[str, dict[str, Any]] = {}
+    for name in names[shift:] + names[:shift]:
+        cpu = time.thread_time()
+        extraction = extract_page(body, page.url, None, settings[name])
+        runs[name] = extraction.to_dict() | {"cpu": time.thread_time() - cpu}
+        runs[name]["json_ld"] = _shrink(runs[name]["json_ld"])
+    return Result(page, baseline, baseline_seconds, **runs, baseline_cpu=baseline_cpu)
 
 
 def _shrink(json_ld: list[Any]) -> list[Any]:
@@ -239,7 +250,7 @@ def _shrink(json_ld: list[Any]) -> list[Any]:
 
 def cache_key() -> str:
     digest = hashlib.sha256()
-    for module in ("scrapy_focus/extract/page.py", "scrapy_focus/text.py"):
+    for module in (*sorted(str(p.relative_to(REPO)) for p in EXTRACT.glob("*.py")), TEXT):
         digest.update((REPO / module).read_bytes())
     digest.update(trafilatura.__version__.encode())
     return digest.hexdigest()[:16]
@@ -444,9 +455,8 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
         "",
         "### Extraction F1",
         "",
-        f"| set | pages | trafilatura default | ours (fast={DEFAULTS.fast}) "
-        f"| ours with fast={not DEFAULTS.fast} |",
-        "|---|---:|---:|---:|---:|",
+        "| set | pages | trafilatura default | ours (defaults) | full (cascade off) | fast=True |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
     for r in results:
@@ -465,7 +475,8 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
             for text in (
                 lambda r: r.baseline,
                 lambda r: r.ours["text"],
-                lambda r: (r.slow if DEFAULTS.fast else r.fast)["text"],
+                lambda r: r.slow["text"],
+                lambda r: r.fast["text"],
             )
         ]
         if key == ("aeb", "all"):
@@ -477,6 +488,7 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
             name = "**article benchmark**"
         out.append(f"| {name} | {len(rs)} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
 
+    out += cost_table(groups)
     out += [
         "",
         "### fast=True vs fast=False",
@@ -577,6 +589,82 @@ def report(results: list[Result], cal: Calibration, l2: float) -> str:
     return "\n".join(out) + "\n"
 
 
+def cost_table(groups: dict[tuple[str, str], list[Result]]) -> list[str]:
+    """CPU time per page (thread time of the worker, so other jobs on the machine do not
+    count) of each setting, and the share of pages the cascade escalated, and why."""
+    out = [
+        "",
+        "### CPU per page",
+        "",
+        "| set | setting | F1 | CPU ms/page | x trafilatura default | p95 ms | max ms |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for dataset, name in (("aeb", "article benchmark"), ("wcxb", "WCXB-dev")):
+        rs = groups.get((dataset, "all"), [])
+        if not rs:
+            continue
+        base = statistics.fmean(r.baseline_cpu for r in rs)
+        runs = (
+            ("trafilatura default", lambda r: r.baseline, lambda r: r.baseline_cpu),
+            ("the cascade", lambda r: r.cascade["text"], lambda r: r.cascade["cpu"]),
+            ("full (cascade off)", lambda r: r.slow["text"], lambda r: r.slow["cpu"]),
+            ("fast=True", lambda r: r.fast["text"], lambda r: r.fast["cpu"]),
+        )
+        for label, text, cpu in runs:
+            f1 = aggregate_f1([prf(dataset, text(r), r.page.truth) for r in rs], dataset)
+            times = sorted(cpu(r) for r in rs)
+            mean = statistics.fmean(times)
+            out.append(
+                f"| {name} | {label} | {f1:.3f} | {1000 * mean:.1f} | {mean / base:.2f}x "
+                f"| {1000 * times[int(0.95 * (len(times) - 1))]:.0f} | {1000 * times[-1]:.0f} |"
+            )
+        reasons = Counter(r.cascade.get("escalated") or "kept" for r in rs)
+        out.append(
+            f"| {name} | cascade decisions | "
+            + ", ".join(f"{k} {v / len(rs):.0%}" for k, v in reasons.most_common())
+            + " | | | | |"
+        )
+    return out
+
+
+def docs_cost(root: Path) -> str:
+    """Thread CPU per page of extracting every page under *root* (the Python docs), one
+    process, the settings interleaved page by page: trafilatura's default, the call the
+    issue measured (Markdown with metadata), and ours with the default options."""
+    files = sorted(root.rglob("*.html"))
+    runs: dict[str, Any] = {
+        "trafilatura default": lambda body, url: trafilatura.extract(body),
+        "trafilatura, markdown + metadata": lambda body, url: trafilatura.extract(
+            body, output_format="markdown", with_metadata=True
+        ),
+        "ours (defaults)": lambda body, url: extract_page(body, url, "text/html").text,
+    }
+    times: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
+    for path in files:
+        body, url = path.read_bytes(), path.as_uri()
+        for name, run in runs.items():
+            started = time.thread_time()
+            chars = len(run(body, url) or "")
+            times[name].append((time.thread_time() - started, path.name, chars))
+    base = statistics.fmean(t for t, _, _ in times["trafilatura default"])
+    out = [
+        f"### CPU per page on the Python docs ({len(files)} pages)",
+        "",
+        "| setting | mean ms | x default | median ms | p95 ms | max | pages > 1 s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, rows in times.items():
+        ts = sorted(t for t, _, _ in rows)
+        worst = max(rows)
+        out.append(
+            f"| {name} | {1000 * statistics.fmean(ts):.1f} | {statistics.fmean(ts) / base:.2f}x "
+            f"| {1000 * statistics.median(ts):.1f} | {1000 * ts[int(0.95 * (len(ts) - 1))]:.0f} "
+            f"| {worst[0]:.2f} s ({worst[1]}, {worst[2]:,} chars) "
+            f"| {sum(t > 1 for t in ts)} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def print_constants(cal: Calibration) -> None:
     print("\n# --- paste into scrapy_focus/extract/confidence.py ---")
     print("WEIGHTS: dict[str, float] = {")
@@ -609,7 +697,13 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1.0, help="ridge penalty of the fit")
     parser.add_argument("--fit", action="store_true", help="print constants to paste")
     parser.add_argument("--write-docs", action="store_true", help=f"update {DOCS.name}")
+    parser.add_argument("--docs", type=Path, help="also time every page under this directory")
+    parser.add_argument("--docs-only", action="store_true", help="only the --docs timing")
     args = parser.parse_args()
+    if args.docs:
+        print(docs_cost(args.docs))
+        if args.docs_only:
+            return
 
     pages = load_aeb(args.aeb) + load_wcxb(args.wcxb)
     if args.limit:

@@ -11,6 +11,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from scrapy_focus.config import FocusConfig
+from scrapy_focus.extract.options import ExtractOptions
 from scrapy_focus.frontier.politeness import Politeness
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import FocusState, LinkContext, peek, state_of
@@ -34,6 +35,9 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     assert [getattr(bare.browser, name) for name in render] == ["auto", 5.0, 0.5]
     assert [getattr(with_addon.browser, name) for name in render] == ["auto", 5.0, 0.5]
     assert bare.extract.options == with_addon.extract.options
+    cascade = ("cascade", "cascade_confidence", "prune_min_links")
+    assert [getattr(bare.extract.options, name) for name in cascade] == [False, 0.0, 2000]
+    assert bare.extract.options == ExtractOptions()  # the settings' defaults are the options'
     assert bare.contract.rules == with_addon.contract.rules
     assert bare.cluster == with_addon.cluster and bare.cluster.seen_expected == 1_000_000
     assert bare.report == with_addon.report

@@ -175,6 +175,9 @@ def _extract(read: _Reader) -> ExtractConfig:
             include_tables=read("FOCUS_EXTRACT_TABLES"),
             max_tree_size=read("FOCUS_EXTRACT_MAX_TREE_SIZE"),
             max_html_bytes=read("FOCUS_EXTRACT_MAX_BYTES"),
+            cascade=read("FOCUS_EXTRACT_CASCADE"),
+            cascade_confidence=read("FOCUS_EXTRACT_CASCADE_CONFIDENCE"),
+            prune_min_links=read("FOCUS_EXTRACT_PRUNE_LINKS"),
         ),
     )
 

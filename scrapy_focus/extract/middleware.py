@@ -126,6 +126,10 @@ class ExtractionMiddleware:
             self.stats.inc_value(f"focus/extract/skipped/{result.extraction.skipped}")
         if result.extraction is not None and result.extraction.json_ld_errors:
             self.stats.inc_value("focus/extract/json_ld_errors", result.extraction.json_ld_errors)
+        if result.extraction is not None and result.extraction.pruned_blocks:
+            self.stats.inc_value("focus/extract/pruned")  # pages whose link indexes were cut
+        if result.extraction is not None and result.extraction.escalated:
+            self.stats.inc_value(f"focus/extract/cascade/{result.extraction.escalated}")
 
     def _skip_reason(self, response: Response) -> str | None:
         if not isinstance(response, TextResponse):

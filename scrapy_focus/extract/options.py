@@ -31,6 +31,15 @@ class ExtractOptions:
     # 1,678 labelled pages in docs/benchmarks.md has 15,793 elements
     max_tree_size: int = 30_000
     max_html_bytes: int = 8 * 1024 * 1024  # larger bodies are not extracted at all
+    # the cascade (scrapy_focus.extract.cascade): the cheap extraction (fast) first, the full
+    # one only where the cheap result is short or holds little of the page's own text, or
+    # scores below cascade_confidence (0: the score never escalates); measured in
+    # docs/benchmarks.md: a little more F1 for a little more CPU, so off
+    cascade: bool = False
+    cascade_confidence: float = 0.0
+    # blocks with at least this many links, nearly all link text, are cut to their first
+    # links before trafilatura (scrapy_focus.extract.prune); 0: off
+    prune_min_links: int = 2000
 
 
 def metadata_setting(value: Any) -> tuple[bool, tuple[str, ...]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import lxml.html
@@ -24,6 +24,7 @@ from scrapy_focus.extract import structured
 from scrapy_focus.extract.measures import measure
 from scrapy_focus.extract.metadata import TRAFILATURA_CONFIG, clean_title, page_metadata
 from scrapy_focus.extract.options import ExtractOptions
+from scrapy_focus.extract.prune import PRUNE_KEEP_LINKS, prune
 from scrapy_focus.extract.structured import element_text
 from scrapy_focus.text import decode
 
@@ -67,6 +68,11 @@ class Extraction:
     content_links: int = 0  # <a> elements with text
     content_link_text_chars: int = 0  # their visible text
     content_text_chars: int = 0  # all visible text outside the chrome
+    # the cascade (scrapy_focus.extract.cascade): why the full extraction replaced the cheap
+    # one ("short", "low-confidence", "small-share"); None: the cheap one was kept, or the
+    # cascade was off
+    escalated: str | None = None
+    pruned_blocks: int = 0  # link indexes cut before trafilatura (scrapy_focus.extract.prune)
 
     @property
     def text_chars(self) -> int:
@@ -121,13 +127,10 @@ def extract_page(
             seconds=time.perf_counter() - started,
         )
     fields = _from_tree(tree, url, options)
-    return Extraction(
-        url=url,
-        encoding=decoded.encoding,
-        html_chars=len(html),
-        seconds=time.perf_counter() - started,
-        **fields,
-    )
+    extraction = Extraction(url=url, encoding=decoded.encoding, html_chars=len(html), **fields)
+    if options.cascade and not options.fast:
+        extraction = _cascade(extraction, tree, options)
+    return replace(extraction, seconds=time.perf_counter() - started)
 
 
 def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -> dict[str, Any]:
@@ -155,11 +158,26 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         content_link_text_chars=measures.content_link,
         content_text_chars=measures.content,
     )
+    # measured above on the whole page (what the confidence model was fitted on);
+    # trafilatura gets the page without the tail of its huge link indexes
+    fields["pruned_blocks"] = prune(
+        tree, options.prune_min_links, keep_links=PRUNE_KEEP_LINKS
+    ).blocks
     _flatten_code(tree)
+    found, text, markdown = _main_text(tree, url, options, fast=options.fast or options.cascade)
+    fields.update(text=text, markdown=markdown, headings=[h for h in headings if h])
+    fields.update(_metadata(tree, url, options, found=found, headings=headings))
+    return fields
+
+
+def _main_text(
+    tree: lxml.html.HtmlElement, url: str, options: ExtractOptions, fast: bool
+) -> tuple[bool, str, str]:
+    """trafilatura's main text of *tree* (which it copies): (found, plain text, Markdown)."""
     document = trafilatura.bare_extraction(
         tree,
         url=url,
-        fast=options.fast,
+        fast=fast,
         favor_precision=options.favor_precision,
         favor_recall=options.favor_recall,
         include_tables=options.include_tables,
@@ -172,9 +190,29 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         # bare_extraction already rendered the body with formatting: that is the Markdown
         markdown = document.text or ""
         text = xmltotxt(document.body, include_formatting=False) or ""
-    fields.update(text=text.strip(), markdown=markdown.strip(), headings=[h for h in headings if h])
-    fields.update(_metadata(tree, url, options, found=document is not None, headings=headings))
-    return fields
+    return document is not None, text.strip(), markdown.strip()
+
+
+def _cascade(
+    extraction: Extraction, tree: lxml.html.HtmlElement, options: ExtractOptions
+) -> Extraction:
+    """The cheap extraction scored; the full one in its place where :func:`.cascade.escalation`
+    doubts it.  The metadata and the page measures stay: they do not depend on the extractor."""
+    # imported here: both modules read Extraction from this one
+    from scrapy_focus.extract.cascade import escalation
+    from scrapy_focus.extract.confidence import confidence
+
+    score = confidence(extraction, min_content_chars=0)
+    reason = escalation(extraction, score, options.cascade_confidence)
+    if reason is None:
+        return replace(extraction, confidence=score)
+    found, text, markdown = _main_text(tree, extraction.url, options, fast=False)
+    if not found and extraction.text:  # the full extraction discarded what the cheap one kept
+        return replace(extraction, confidence=score, escalated=reason)
+    full = replace(extraction, text=text, markdown=markdown, escalated=reason)
+    if found and not extraction.text:  # the cheap one found nothing: no metadata was read
+        full = replace(full, **_metadata(tree, full.url, options, True, full.headings))
+    return replace(full, confidence=confidence(full, min_content_chars=0))
 
 
 def _metadata(
