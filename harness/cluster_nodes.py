@@ -1,0 +1,230 @@
+"""N real Scrapy nodes against one Redis: start them, kill one, collect what they report.
+
+:class:`ClusterNodes` runs *nodes* ``scrapy runspider`` processes of one spider
+with the same settings, each with its own name (``USER_AGENT`` ``node-<i>``, so
+the farm's log tells who fetched what; ``FOCUS_CLUSTER_NODE`` the same), its own
+log file, stats file (harness.stats_dump) and working directory (each node's
+corpus and JOBDIR are its own: bodies never go through Redis).  :meth:`run` starts
+them *stagger* seconds apart, SIGKILLs node ``kill.index`` once ``kill.when``
+says so (seconds after that node started, or a predicate polled every 50 ms),
+waits for every node to exit (SIGKILLing all at *timeout*), and returns a
+:class:`ClusterRun`: per node its exit code, final stats (none for a killed
+node), wall time and the CPU seconds of its process tree (harness.processes).
+
+Two kinds of project, by the settings given (:func:`scrapy_redis_settings`,
+:func:`focus_settings`):
+
+- **scrapy-redis**: its Scheduler, RFPDupeFilter and a ``RedisSpider``
+  (tests/spiders/redis_cluster_spider.py), ``SCHEDULER_PERSIST`` on so that no
+  node deletes the shared queue, the seeds pushed once to ``cluster:start_urls``
+  (:meth:`ClusterNodes.push_start_urls`) before the nodes start;
+- **scrapy-focus**: the add-on and ``FOCUS_CLUSTER_REDIS_URL``, the spider
+  tests/spiders/cluster_spider.py, every node given the seeds.
+
+Every node also counts its Redis round trips (harness.redis_trips).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.crawl import REPO, STATS_EXTENSION, crawl_env, read_stats, scrapy_command, setting_args
+from harness.processes import TreeSampler
+
+FOCUS_SPIDER = REPO / "tests" / "spiders" / "cluster_spider.py"
+REDIS_SPIDER = REPO / "tests" / "spiders" / "redis_cluster_spider.py"
+START_URLS_KEY = "cluster:start_urls"  # scrapy-redis's %(name)s:start_urls for the spider
+EXTENSIONS = {STATS_EXTENSION: 0, "harness.redis_trips.RedisRoundTrips": 0}
+
+
+def _common(delay: float, per_host: int, concurrency: int) -> dict[str, Any]:
+    return {
+        "DOWNLOAD_DELAY": delay,
+        # One node then honours the delay exactly: a gap below it is the cluster's doing.
+        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "CONCURRENT_REQUESTS": concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": per_host,
+        "AUTOTHROTTLE_ENABLED": False,
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "EXTENSIONS": EXTENSIONS,
+    }
+
+
+def scrapy_redis_settings(
+    redis_url: str,
+    delay: float = 0.25,
+    per_host: int = 1,
+    concurrency: int = 16,
+    idle_close: int = 3,
+) -> dict[str, Any]:
+    """A scrapy-redis project's settings, as its README gives them."""
+    return {
+        **_common(delay, per_host, concurrency),
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": True,
+        "REDIS_URL": redis_url,
+        "MAX_IDLE_TIME_BEFORE_CLOSE": idle_close,
+    }
+
+
+def focus_settings(
+    redis_url: str,
+    crawl: str = "cluster",
+    delay: float = 0.25,
+    per_host: int = 1,
+    concurrency: int = 16,
+) -> dict[str, Any]:
+    """A scrapy-focus project's settings in cluster mode."""
+    return {
+        **_common(delay, per_host, concurrency),
+        "ADDONS": {"scrapy_focus.Addon": 500},
+        "FOCUS_CLUSTER_REDIS_URL": redis_url,
+        "FOCUS_CLUSTER_NAME": crawl,
+        "FOCUS_EXTRACT_WORKERS": 0,
+    }
+
+
+@dataclass(frozen=True)
+class Kill:
+    """SIGKILL node *index* once *when* is reached: seconds after it started, or a
+    predicate of the elapsed seconds."""
+
+    index: int
+    when: float | Callable[[float], bool]
+
+    def due(self, elapsed: float) -> bool:
+        return elapsed >= self.when if isinstance(self.when, (int, float)) else self.when(elapsed)
+
+
+@dataclass
+class NodeRun:
+    index: int
+    name: str
+    returncode: int | None
+    stats: dict[str, Any]
+    log: Path
+    wall_s: float
+    cpu_s: float
+    killed: bool = False
+
+    def stat(self, name: str, default: Any = 0) -> Any:
+        return self.stats.get(name, default)
+
+
+@dataclass
+class ClusterRun:
+    nodes: list[NodeRun]
+    wall_s: float
+    killed_at: float | None = None  # seconds after the first node started
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def total(self, stat: str) -> int:
+        return sum(int(node.stat(stat)) for node in self.nodes)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(node.cpu_s for node in self.nodes)
+
+
+class ClusterNodes:
+    """*nodes* nodes of *spider* with *settings*, in *workdir* (one folder per node)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        settings: Mapping[str, Any],
+        spider: Path,
+        urls: list[str],
+        nodes: int = 3,
+    ) -> None:
+        self.workdir, self.settings, self.spider = Path(workdir), dict(settings), spider
+        self.urls, self.count = urls, nodes
+
+    def push_start_urls(self, redis_url: str) -> None:
+        """The seeds, as scrapy-redis's start-URL list wants them (JSON objects)."""
+        import redis
+
+        client = redis.Redis.from_url(redis_url)
+        try:
+            client.rpush(START_URLS_KEY, *(json.dumps({"url": url}) for url in self.urls))
+        finally:
+            client.close()
+
+    def command(self, index: int) -> list[str]:
+        name = f"node-{index}"
+        settings = {**self.settings, "USER_AGENT": name}
+        if "FOCUS_CLUSTER_REDIS_URL" in settings:
+            settings["FOCUS_CLUSTER_NODE"] = name
+        args = ["runspider", str(self.spider)]
+        if self.spider == FOCUS_SPIDER:
+            args += ["-a", "urls=" + " ".join(self.urls)]
+        return scrapy_command(*args, *setting_args(settings))
+
+    def run(
+        self, kill: Kill | None = None, stagger: float = 0.0, timeout: float = 180.0
+    ) -> ClusterRun:
+        procs: list[subprocess.Popen[bytes]] = []
+        samplers: list[TreeSampler] = []
+        started: list[float] = []
+        ended: dict[int, float] = {}
+        logs = []
+        killed_at = None
+        first = time.monotonic()
+        for index in range(self.count):
+            folder = self.workdir / f"node-{index}"
+            folder.mkdir(parents=True, exist_ok=True)
+            logs.append(folder / "crawl.log")
+            with open(logs[-1], "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        self.command(index),
+                        cwd=folder,
+                        env=crawl_env(folder / "stats.json"),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+            samplers.append(TreeSampler(procs[-1].pid))
+            started.append(time.monotonic())
+            if stagger and index < self.count - 1:
+                time.sleep(stagger)
+        while len(ended) < len(procs):
+            now = time.monotonic()
+            for index, proc in enumerate(procs):
+                if index in ended:
+                    continue
+                samplers[index].sample()
+                if proc.poll() is not None:
+                    ended[index] = now
+                elif kill and kill.index == index and killed_at is None:
+                    if kill.due(now - started[index]):
+                        proc.send_signal(signal.SIGKILL)
+                        killed_at = now - first
+                elif now - first > timeout:
+                    proc.kill()
+            time.sleep(0.05)
+        runs = []
+        for index, proc in enumerate(procs):
+            runs.append(
+                NodeRun(
+                    index=index,
+                    name=f"node-{index}",
+                    returncode=proc.returncode,
+                    stats=read_stats(self.workdir / f"node-{index}" / "stats.json"),
+                    log=logs[index],
+                    wall_s=ended[index] - started[index],
+                    cpu_s=samplers[index].cpu_s,
+                    killed=proc.returncode == -signal.SIGKILL,
+                )
+            )
+        return ClusterRun(runs, max(ended.values()) - first, killed_at)
