@@ -232,6 +232,11 @@ class ClusterFarm:
         hits = [hit for hit in self.page_hits() if hit.status == 429]
         return hits[1:]
 
+    def first_at(self, agent: str) -> float | None:
+        """When the first page request of *agent* arrived (None: none yet)."""
+        with self._lock:
+            return next((hit.at for hit in self.hits if hit.agent == agent and hit.is_page), None)
+
     def by_agent(self) -> Counter[str]:
         """Pages answered 200 per User-Agent (per node, when each has its own)."""
         return Counter(hit.agent for hit in self.page_hits() if hit.status == 200)

@@ -26,6 +26,7 @@ Every node also counts its Redis round trips (harness.redis_trips).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -90,6 +91,8 @@ def focus_settings(
         "ADDONS": {"scrapy_focus.Addon": 500},
         "FOCUS_CLUSTER_REDIS_URL": redis_url,
         "FOCUS_CLUSTER_NAME": crawl,
+        # The farm links only to itself, across hosts the seed does not name.
+        "FOCUS_SEED_SCOPE": "any",
         "FOCUS_EXTRACT_WORKERS": 0,
     }
 
@@ -126,6 +129,7 @@ class ClusterRun:
     nodes: list[NodeRun]
     wall_s: float
     killed_at: float | None = None  # seconds after the first node started
+    killed_clock: float | None = None  # time.monotonic() of the SIGKILL (the farm's clock)
     notes: dict[str, Any] = field(default_factory=dict)
 
     def total(self, stat: str) -> int:
@@ -178,7 +182,7 @@ class ClusterNodes:
         started: list[float] = []
         ended: dict[int, float] = {}
         logs = []
-        killed_at = None
+        killed_at = killed_clock = None
         first = time.monotonic()
         for index in range(self.count):
             folder = self.workdir / f"node-{index}"
@@ -209,7 +213,7 @@ class ClusterNodes:
                 elif kill and kill.index == index and killed_at is None:
                     if kill.due(now - started[index]):
                         proc.send_signal(signal.SIGKILL)
-                        killed_at = now - first
+                        killed_at, killed_clock = now - first, now
                 elif now - first > timeout:
                     proc.kill()
             time.sleep(0.05)
@@ -227,4 +231,13 @@ class ClusterNodes:
                     killed=proc.returncode == -signal.SIGKILL,
                 )
             )
-        return ClusterRun(runs, max(ended.values()) - first, killed_at)
+        return ClusterRun(runs, max(ended.values()) - first, killed_at, killed_clock)
+
+
+def scrapy_redis_fingerprint(url: str) -> bytes:
+    """RFPDupeFilter.request_fingerprint of a GET without a body, as scrapy-redis 0.9.1
+    computes it (its own, not REQUEST_FINGERPRINTER_CLASS's): what its seen set holds."""
+    from w3lib.url import canonicalize_url
+
+    data = json.dumps({"method": "GET", "url": canonicalize_url(url), "body": ""}, sort_keys=True)
+    return hashlib.sha1(data.encode()).hexdigest().encode()

@@ -13,12 +13,16 @@ processes against one real redis-server (harness/cluster_nodes.py):
 
 from __future__ import annotations
 
-import hashlib
-import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 import redis
@@ -30,8 +34,10 @@ from harness.cluster_nodes import (
     ClusterNodes,
     Kill,
     focus_settings,
+    scrapy_redis_fingerprint,
     scrapy_redis_settings,
 )
+from harness.crawl import REPO, crawl_env
 
 DELAY = 0.25
 needs_cluster = pytest.mark.xfail(reason="needs the cluster scheduler", strict=False)
@@ -104,14 +110,6 @@ def test_every_page_is_reachable_from_the_seed_through_two_parents():
         assert min(count for url, count in parents.items() if not url.endswith("/p/0")) == 2
     finally:
         farm.stop()
-
-
-def scrapy_redis_fingerprint(url: str) -> bytes:
-    """RFPDupeFilter.request_fingerprint of a GET without a body, as scrapy-redis 0.9.1 has it."""
-    from w3lib.url import canonicalize_url
-
-    data = json.dumps({"method": "GET", "url": canonicalize_url(url), "body": ""}, sort_keys=True)
-    return hashlib.sha1(data.encode()).hexdigest().encode()
 
 
 def test_scrapy_redis_loses_the_requests_a_sigkilled_node_had_taken(redis_server, tmp_path):
@@ -191,3 +189,62 @@ def test_one_nodes_429_holds_the_host_for_all(redis_server, tmp_path):
         assert [node.returncode for node in run.nodes] == [0, 0, 0]
         assert farm.early_retries() == []
         assert farm.never_fetched() == set()
+
+
+# -- docs/cluster.md's script: a local Redis and N nodes of the example project
+
+DOCS_DIR = "/usr/share/doc/python3.11/html"
+
+
+def run_cluster_script(tmp_path, nodes: int, max_pages: int):
+    """example_project/run_cluster.sh, in a copy of the project beside a .venv (the
+    one running these tests), as tests/test_readme.py runs run_offline.sh."""
+    shutil.copytree(
+        REPO / "example_project",
+        tmp_path / "example_project",
+        ignore=shutil.ignore_patterns(".scrapy", "cluster", "pages.jsonl", "__pycache__"),
+    )
+    (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+    env = {**crawl_env(), "NODES": str(nodes), "MAX_PAGES": str(max_pages)}
+    env["WORK"] = str(tmp_path / "cluster")
+    return subprocess.run(
+        ["bash", str(tmp_path / "example_project" / "run_cluster.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not Path(DOCS_DIR, "index.html").exists(), reason="needs python3.11-doc")
+def test_the_local_cluster_script_runs_redis_and_n_nodes_of_the_example_project(tmp_path):
+    proc = run_cluster_script(tmp_path, nodes=2, max_pages=10)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    counts = re.findall(r"^node-(\d): (\d+) pages$", proc.stdout, re.MULTILINE)
+    assert [node for node, _ in counts] == ["1", "2"]
+    assert all(int(pages) >= 1 for _, pages in counts)
+    summary = re.search(r"^cluster: (\d+) pages from 2 nodes, (\d+) distinct URLs$",
+                        proc.stdout, re.MULTILINE)  # fmt: skip
+    assert summary is not None, proc.stdout
+    assert int(summary[1]) == sum(int(pages) for _, pages in counts)
+    for node in (1, 2):  # each node's own log and corpus
+        folder = tmp_path / "cluster" / f"node-{node}"
+        assert "Spider closed" in (folder / "crawl.log").read_text()
+        assert (folder / "httpcache").is_dir()
+    assert (tmp_path / "cluster" / "redis" / "redis.log").exists()
+    # The script stopped its redis-server and docs server.
+    redis_port = re.search(r"redis://127\.0\.0\.1:(\d+)/0", proc.stdout)[1]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", int(redis_port)), timeout=2).close()
+
+
+@needs_cluster
+@pytest.mark.skipif(not Path(DOCS_DIR, "index.html").exists(), reason="needs python3.11-doc")
+def test_the_local_clusters_nodes_share_the_crawl_and_its_budget(tmp_path):
+    proc = run_cluster_script(tmp_path, nodes=2, max_pages=20)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = re.search(r"^cluster: (\d+) pages from 2 nodes, (\d+) distinct URLs$",
+                        proc.stdout, re.MULTILINE)  # fmt: skip
+    assert summary is not None and summary[1] == summary[2]  # no page twice
+    assert 20 <= int(summary[1]) <= 20 + 2 * 16  # one budget, plus what was in flight

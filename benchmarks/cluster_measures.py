@@ -1,0 +1,359 @@
+"""The cluster benchmark's measurements, one function each, scrapy-redis's side and ours.
+
+Each function takes a running redis-server's URL (and, for crawls, a work
+folder) and returns a small dataclass of figures, or a :class:`Pending` saying
+which piece of scrapy-focus's cluster mode it still waits for: the store
+(``scrapy_focus.cluster.frontier.RedisFrontier``, driven through the
+FrontierStore seam, :mod:`scrapy_focus.frontier.seams`) or the scheduler's
+wiring (nodes that share one frontier).  So the benchmark reruns unchanged as
+the pieces land.
+
+- :func:`queue_scrapy_redis` / :func:`queue_focus`: push N requests, then take
+  every one (scrapy-redis: ``PriorityQueue.pop``; ours: ``pop(host)`` + ``ack``),
+  one call per request as each scheduler makes them; Redis bytes per pending
+  request from ``INFO memory`` (``used_memory`` before and after the push);
+- :func:`seen_scrapy_redis` / :func:`seen_focus`: Redis bytes per seen URL;
+- :func:`crawl`: N nodes on a :class:`~harness.cluster_farm.ClusterFarm`, the
+  server's figures (pages/s from its first to its last page, gaps, in flight,
+  fetched twice, lost), each node's CPU and Redis round trips.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+import scrapy
+
+from harness.cluster_farm import ClusterFarm
+from harness.cluster_nodes import (
+    FOCUS_SPIDER,
+    REDIS_SPIDER,
+    ClusterNodes,
+    ClusterRun,
+    Kill,
+    focus_settings,
+    scrapy_redis_settings,
+)
+
+HOSTS_IN_QUEUE = 100  # the hosts of the queue benchmarks' requests
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A measurement of scrapy-focus that waits for a piece of cluster mode."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"pending: {self.reason}"
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    requests: int
+    push_per_s: float
+    take_per_s: float  # scrapy-redis: pop; ours: lease + ack
+    bytes_per_pending: float
+
+
+def _client(url: str) -> Any:
+    return redis.Redis.from_url(url)
+
+
+def _used_memory(client: Any) -> int:
+    return int(client.info("memory")["used_memory"])
+
+
+def bench_requests(count: int, seed: int = 1) -> list[scrapy.Request]:
+    """*count* distinct requests over HOSTS_IN_QUEUE hosts, with priorities 0-9."""
+    rng = random.Random(seed)
+    return [
+        scrapy.Request(
+            f"http://host{rng.randrange(HOSTS_IN_QUEUE)}.example/section/{i % 50}/page-{i}.html"
+            f"?ref={rng.randrange(1000)}",
+            priority=rng.randrange(10),
+        )
+        for i in range(count)
+    ]
+
+
+def queue_scrapy_redis(url: str, count: int) -> QueueFigures:
+    from scrapy_redis.queue import PriorityQueue
+
+    client = _client(url)
+    client.flushall()
+    queue = PriorityQueue(client, scrapy.Spider(name="bench"), "bench:requests")
+    requests = bench_requests(count)
+    before = _used_memory(client)
+    started = time.perf_counter()
+    for request in requests:
+        queue.push(request)
+    pushed = time.perf_counter() - started
+    size = _used_memory(client) - before
+    started = time.perf_counter()
+    while queue.pop() is not None:
+        pass
+    taken = time.perf_counter() - started
+    client.flushall()
+    return QueueFigures(count, count / pushed, count / taken, size / count)
+
+
+def open_focus_frontier(url: str, crawl: str) -> Any:
+    """Our Redis store for the crawl *crawl*, or a Pending while it does not exist."""
+    try:
+        from scrapy_focus.cluster.frontier import RedisFrontier
+    except ImportError:
+        return Pending("scrapy_focus.cluster.frontier.RedisFrontier does not exist yet")
+    from scrapy.settings import Settings
+
+    from scrapy_focus.config import FocusConfig
+
+    settings = Settings({"FOCUS_CLUSTER_REDIS_URL": url, "FOCUS_CLUSTER_NAME": crawl})
+    config = FocusConfig.from_settings(settings)
+    try:
+        if hasattr(RedisFrontier, "from_config"):
+            return RedisFrontier.from_config(config)
+        from scrapy_focus.cluster.connection import redis_client
+        from scrapy_focus.cluster.keys import ClusterKeys
+
+        keys = ClusterKeys.for_crawl(config.cluster.key_prefix, crawl)
+        return RedisFrontier(redis_client(config.cluster), keys)
+    except TypeError as error:
+        return Pending(f"open_focus_frontier() does not know RedisFrontier's constructor: {error}")
+
+
+def queue_focus(url: str, count: int) -> QueueFigures | Pending:
+    from scrapy_focus.frontier.payload import dump_entry
+    from scrapy_focus.urls import host_of
+
+    store = open_focus_frontier(url, "bench")
+    if isinstance(store, Pending):
+        return store
+    client = _client(url)
+    client.flushall()
+    requests = bench_requests(count)
+    # Encoded outside the timed part, as the payload is the same for any store.
+    entries = [
+        (host_of(r.url), r.priority, random.random(), dump_entry(r.to_dict())) for r in requests
+    ]
+    before = _used_memory(client)
+    started = time.perf_counter()
+    for host, priority, score, payload in entries:
+        store.push(host, priority, score, payload)
+    pushed = time.perf_counter() - started
+    size = _used_memory(client) - before
+    hosts = sorted({entry[0] for entry in entries})
+    taken_count = 0
+    started = time.perf_counter()
+    for host in hosts:
+        while (entry := store.pop(host)) is not None:
+            store.ack(entry.lease)
+            taken_count += 1
+    taken = time.perf_counter() - started
+    store.close()
+    client.flushall()
+    if taken_count != count:
+        return Pending(f"RedisFrontier gave back {taken_count} of {count} requests pushed")
+    return QueueFigures(count, count / pushed, count / taken, size / count)
+
+
+def seen_scrapy_redis(url: str, count: int) -> float:
+    """Bytes of Redis per URL in RFPDupeFilter's set (SADD of its 40-hex fingerprints)."""
+    from scrapy_redis.dupefilter import RFPDupeFilter
+
+    client = _client(url)
+    client.flushall()
+    dupefilter = RFPDupeFilter(client, "bench:dupefilter")
+    before = _used_memory(client)
+    for request in bench_requests(count):
+        dupefilter.request_seen(request)
+    size = _used_memory(client) - before
+    client.flushall()
+    return size / count
+
+
+def seen_focus(url: str, count: int) -> float | Pending:
+    from scrapy_focus.urls import canonicalize_url, url_fingerprint
+
+    store = open_focus_frontier(url, "bench")
+    if isinstance(store, Pending):
+        return store
+    client = _client(url)
+    client.flushall()
+    fingerprints = [url_fingerprint(canonicalize_url(r.url)) for r in bench_requests(count)]
+    before = _used_memory(client)
+    for fingerprint in fingerprints:
+        store.seen_add(fingerprint)
+    size = _used_memory(client) - before
+    store.close()
+    client.flushall()
+    return size / count
+
+
+@dataclass
+class CrawlFigures:
+    kind: str  # "scrapy-redis" | "focus"
+    nodes: int
+    hosts: int
+    pages: int  # pages answered 200, each counted once
+    fetches: int  # pages answered 200, every time
+    pages_per_s: float  # from the server's first page request to its last
+    wall_s: float  # from the first node's start to the last node's exit
+    cpu_per_node: list[float]  # CPU seconds of each node's process tree
+    cpu_share: float  # the nodes' CPU over the crawl's seconds, in cores
+    gaps: int
+    gaps_below: int
+    min_gap: float
+    max_in_flight: int
+    fetched_twice: int
+    lost: int
+    round_trips_per_page: float | None  # the nodes' own count (harness.redis_trips)
+    commands_per_page: float  # the server's INFO commandstats calls
+    killed_at: float | None = None
+    lease_return_s: float | None = None  # see lease_return()
+    returncodes: list[int | None] = field(default_factory=list)
+
+    @property
+    def host_rate(self) -> float:
+        """Pages per second per host."""
+        return self.pages_per_s / self.hosts
+
+
+def _commands(client: Any) -> int:
+    return sum(int(stat["calls"]) for stat in client.info("commandstats").values())
+
+
+def shares_frontier(run: ClusterRun, farm: ClusterFarm) -> bool:
+    """Whether nodes split the crawl: not (nearly) every page fetched by every node."""
+    fetched = farm.fetched()
+    return len(run.nodes) == 1 or sum(fetched.values()) < 1.5 * max(len(fetched), 1)
+
+
+_wiring: dict[str, Pending | None] = {}
+
+
+def focus_wiring(workdir: Path, redis_url: str) -> Pending | None:
+    """None once two scrapy-focus nodes share one frontier (a small probe crawl,
+    run once per benchmark); else why our crawl figures are pending."""
+    if redis_url not in _wiring:
+        _client(redis_url).flushall()
+        with ClusterFarm(2, 7) as farm:
+            settings = focus_settings(redis_url, crawl="probe", delay=0.0)
+            probe = ClusterNodes(workdir / "probe", settings, FOCUS_SPIDER, [farm.seed], 2)
+            run = probe.run(timeout=120)
+            per_page = sum(farm.fetched().values()) / max(len(farm.fetched()), 1)
+            shared = shares_frontier(run, farm) and all(n.returncode == 0 for n in run.nodes)
+        _wiring[redis_url] = (
+            None
+            if shared
+            else Pending(
+                f"the scheduler is not wired to Redis yet (a 2-node probe: {per_page:.1f} "
+                "fetches per page)"
+            )
+        )
+    return _wiring[redis_url]
+
+
+def crawl(
+    kind: str,
+    workdir: Path,
+    redis_url: str,
+    nodes: int,
+    hosts: int,
+    pages: int,
+    delay: float,
+    kill: Any = None,
+    latency: float = 0.0,
+    links: int = 2,
+) -> CrawlFigures | Pending:
+    """One crawl of a fresh farm by *nodes* nodes of *kind*; *kill*: (node, pages):
+    SIGKILL that node once the farm has answered it that many pages; *links*: the farm's fan-out
+    (the wider, the more requests are queued at once)."""
+    if kind == "focus" and (unwired := focus_wiring(workdir.parent, redis_url)) is not None:
+        return unwired
+    client = _client(redis_url)
+    client.flushall()
+    client.config_resetstat()
+    with ClusterFarm(hosts, pages, links, latency=latency) as farm:
+        if kind == "scrapy-redis":
+            settings = scrapy_redis_settings(redis_url, delay)
+            cluster = ClusterNodes(workdir, settings, REDIS_SPIDER, [farm.seed], nodes)
+            cluster.push_start_urls(redis_url)
+        else:
+            settings = focus_settings(redis_url, delay=delay)
+            cluster = ClusterNodes(workdir, settings, FOCUS_SPIDER, [farm.seed], nodes)
+        killing = None
+        if kill is not None:
+            index, pages_first = kill
+            name = f"node-{index}"
+            killing = Kill(index, lambda elapsed: farm.by_agent()[name] >= pages_first)
+        commands_before = _commands(client)
+        run = cluster.run(kill=killing)
+        commands = _commands(client) - commands_before
+        if kind == "focus" and not shares_frontier(run, farm):
+            per_page = sum(farm.fetched().values()) / max(len(farm.fetched()), 1)
+            return Pending(f"the nodes do not share a frontier ({per_page:.1f} fetches per page)")
+        return _figures(kind, run, farm, delay, commands, hosts)
+
+
+def _figures(
+    kind: str, run: ClusterRun, farm: ClusterFarm, delay: float, commands: int, hosts: int
+) -> CrawlFigures:
+    hits = [hit for hit in farm.page_hits() if hit.status == 200]
+    span = hits[-1].at - hits[0].at if len(hits) > 1 else float("nan")
+    fetched = farm.fetched()
+    gaps = [gap for host in farm.gaps().values() for gap in host]
+    below = farm.gaps_below(delay)
+    # A killed node reports nothing: the rate is that of the nodes that lived.
+    reported = [node for node in run.nodes if node.stats]
+    trips = sum(node.stat("harness/redis_round_trips") for node in reported)
+    answered = sum(node.stat("response_received_count") for node in reported)
+    return CrawlFigures(
+        kind=kind,
+        nodes=len(run.nodes),
+        hosts=hosts,
+        pages=len(fetched),
+        fetches=sum(fetched.values()),
+        pages_per_s=len(hits) / span,
+        wall_s=run.wall_s,
+        cpu_per_node=[node.cpu_s for node in run.nodes],
+        cpu_share=run.cpu_s / run.wall_s,
+        gaps=len(gaps),
+        gaps_below=len(below),
+        min_gap=min(gaps) if gaps else float("nan"),
+        max_in_flight=max(farm.max_in_flight().values(), default=0),
+        fetched_twice=len(farm.fetched_twice()),
+        lost=len(farm.never_fetched()),
+        round_trips_per_page=trips / answered if answered else None,
+        commands_per_page=commands / max(len(hits), 1),
+        killed_at=run.killed_at,
+        lease_return_s=lease_return(run, farm),
+        returncodes=[node.returncode for node in run.nodes],
+    )
+
+
+def lease_return(run: ClusterRun, farm: ClusterFarm) -> float | None:
+    """Seconds from the SIGKILL until another node fetched the last page the killed
+    node had asked the farm for and not finished (None: no kill, or some of those
+    pages never came back).  Leases a node held but had not yet sent are not seen
+    by the farm; the figure is a lower bound of the return of all its leases."""
+    killed = next((node for node in run.nodes if node.killed), None)
+    if killed is None or run.killed_clock is None:
+        return None
+    hits = farm.page_hits()
+    taken = {(hit.host, hit.path) for hit in hits if hit.agent == killed.name}
+    done = {(hit.host, hit.path) for hit in hits if hit.agent == killed.name and hit.status == 200}
+    again = {}
+    for hit in hits:
+        page = (hit.host, hit.path)
+        if page in taken and hit.agent != killed.name and hit.at >= run.killed_clock:
+            again.setdefault(page, hit.at)
+    unfinished = taken - done
+    if not unfinished or not unfinished <= set(again):
+        return None
+    return max(again[page] for page in unfinished) - run.killed_clock
