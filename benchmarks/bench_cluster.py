@@ -122,9 +122,9 @@ def seen_part(url: str, count: int, sides: list[str]) -> list[str]:
 
 CRAWL_HEADER = [
     "| side | nodes | pages | fetches | pages/s | x 1 node | per host/s | CPU s per node "
-    "| cores used | gaps < delay | min gap s | max in flight | round trips/page "
-    "| commands/page | wall s |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| cores used | gaps < delay | min gap s | peak per host/s | max in flight "
+    "| round trips/page | commands/page | wall s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -134,7 +134,7 @@ def crawl_row(got: CrawlFigures, one: CrawlFigures | None) -> str:
         f"| {got.kind} | {got.nodes} | {got.pages} | {got.fetches} | {got.pages_per_s:.1f} "
         f"| {ratio(got.pages_per_s, one.pages_per_s if one else None)} | {got.host_rate:.2f} "
         f"| {cpu} | {got.cpu_share:.2f} | {got.gaps_below} of {got.gaps} | {got.min_gap:.4f} "
-        f"| {got.max_in_flight} | {cell(got.round_trips_per_page, 2)} "
+        f"| {got.peak_host_rate:.1f} | {got.max_in_flight} | {cell(got.round_trips_per_page, 2)} "
         f"| {got.commands_per_page:.2f} | {got.wall_s:.1f} |"
     )
 
@@ -156,7 +156,7 @@ def scaling_part(
             folder = args.workdir / f"{title.split()[0].lower()}-{side}-{nodes}"
             got = crawl(side, folder, url, nodes, hosts, pages, delay, links=links)
             if isinstance(got, Pending):
-                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 12)
+                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 13)
                 continue
             one = one or got
             lines.append(crawl_row(got, one))

@@ -210,6 +210,7 @@ class CrawlFigures:
     gaps_below: int
     min_gap: float
     max_in_flight: int
+    peak_host_rate: float  # the most requests to one host in any 2 s, per second
     fetched_twice: int
     lost: int
     round_trips_per_page: float | None  # the nodes' own count (harness.redis_trips)
@@ -327,6 +328,7 @@ def _figures(
         gaps_below=len(below),
         min_gap=min(gaps) if gaps else float("nan"),
         max_in_flight=max(farm.max_in_flight().values(), default=0),
+        peak_host_rate=farm.peak_rate(),
         fetched_twice=len(farm.fetched_twice()),
         lost=len(farm.never_fetched()),
         round_trips_per_page=trips / answered if answered else None,

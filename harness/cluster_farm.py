@@ -22,7 +22,8 @@ before that hold ends again with 429 (each one is in :meth:`early_retries`: a
 node that did not honour the hold); after it, the host serves normally.
 
 The accounting is pure functions of the log, taken across all nodes together:
-:meth:`gaps` (per host, between consecutive arrivals), :meth:`max_in_flight`,
+:meth:`gaps` (per host, between consecutive arrivals), :meth:`peak_rate`,
+:meth:`max_in_flight`,
 :meth:`fetched_twice`, :meth:`never_fetched`.  ``/robots.txt`` is answered 404
 and logged, but the page accounting counts only ``/p/`` paths.
 """
@@ -207,6 +208,19 @@ class ClusterFarm:
 
     def gaps_below(self, delay: float) -> list[float]:
         return sorted(gap for host in self.gaps().values() for gap in host if gap < delay)
+
+    def peak_rate(self, window: float = 2.0) -> float:
+        """The most page requests one host got within any *window* seconds, per second:
+        a cluster that keeps one host's delay cluster-wide stays at 1 / delay."""
+        peak = 0
+        for host in {hit.host for hit in self.page_hits()}:
+            times = [hit.at for hit in self.page_hits() if hit.host == host]
+            first = 0
+            for last, at in enumerate(times):
+                while at - times[first] > window:
+                    first += 1
+                peak = max(peak, last - first + 1)
+        return peak / window
 
     def max_in_flight(self) -> dict[str, int]:
         """Per host, the most page requests it was answering at once."""

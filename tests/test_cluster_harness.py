@@ -73,6 +73,7 @@ def test_an_impolite_client_is_caught_and_a_polite_one_is_not():
         assert min(gaps[host1]) >= DELAY
         assert farm.gaps_below(DELAY) == sorted(gap for gap in gaps[host0] if gap < DELAY)
         assert farm.max_in_flight() == {host0: 2, host1: 1}
+        assert farm.peak_rate(window=0.2) == 2 / 0.2  # a pair of host 0's
         assert farm.fetched_twice() == {farm.url(0, 1): 2, farm.url(0, 2): 2, farm.url(1, 3): 2}
         fetched = {farm.url(0, 1), farm.url(0, 2), farm.url(1, 1), farm.url(1, 2), farm.url(1, 3)}
         assert farm.never_fetched() == farm.all_urls() - fetched
