@@ -17,7 +17,9 @@ are of the cluster code, not of fsync), both sides measured in turn
    are counted on the server, across all nodes;
 5. **SIGKILL**: 3 nodes on 8 hosts x 31 pages, node 1 SIGKILLed once it has
    fetched 10 pages, several runs: pages lost (never fetched), fetched twice, the time
-   until the killed node's leases were fetched by others.
+   until the killed node's leases were fetched by others;
+6. **harvest** (ours only, benchmarks/cluster_harvest.py): the frontier
+   benchmark's topics on 2 nodes against one node.
 
 Redis round trips per page are each node's own count (harness/redis_trips.py);
 commands per page the server's ``INFO commandstats``.  A figure of ours that
@@ -28,7 +30,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_cluster.py                 # the full run
     .venv/bin/python benchmarks/bench_cluster.py --scale 0.25    # a quick one
-        [--sides scrapy-redis,focus] [--parts queue,seen,many,few,kill]
+        [--sides scrapy-redis,focus] [--parts queue,seen,many,few,kill,harvest]
         [--runs 4] [--out FILE.md] [--docs] [--workdir DIR]
 
 ``--docs`` replaces the "## Cluster (bench_cluster.py)" section of
@@ -38,7 +40,9 @@ docs/benchmarks.md with the report.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,7 +61,7 @@ from cluster_measures import (
 
 from harness.machine import machine
 from harness.provenance import git_commit
-from harness.redis_server import RedisServer
+from harness.redis_server import REDIS_SERVER, RedisServer
 
 DOCS = repo_root.REPO / "docs" / "benchmarks.md"
 HEADING = "## Cluster (bench_cluster.py)"
@@ -73,6 +77,8 @@ def ratio(ours: object, theirs: object) -> str:
 def cell(value: object, digits: int = 1) -> str:
     if isinstance(value, Pending):
         return str(value)
+    if value == float("inf"):
+        return "never"
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     return "-" if value is None else str(value)
@@ -122,9 +128,9 @@ def seen_part(url: str, count: int, sides: list[str]) -> list[str]:
 
 CRAWL_HEADER = [
     "| side | nodes | pages | fetches | pages/s | x 1 node | per host/s | CPU s per node "
-    "| cores used | gaps < delay | min gap s | peak per host/s | max in flight "
+    "| CPU ms/page | cores used | gaps < delay | min gap s | peak per host/s | max in flight "
     "| round trips/page | commands/page | wall s |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -133,7 +139,8 @@ def crawl_row(got: CrawlFigures, one: CrawlFigures | None) -> str:
     return (
         f"| {got.kind} | {got.nodes} | {got.pages} | {got.fetches} | {got.pages_per_s:.1f} "
         f"| {ratio(got.pages_per_s, one.pages_per_s if one else None)} | {got.host_rate:.2f} "
-        f"| {cpu} | {got.cpu_share:.2f} | {got.gaps_below} of {got.gaps} | {got.min_gap:.4f} "
+        f"| {cpu} | {1000 * sum(got.cpu_per_node) / got.pages:.1f} | {got.cpu_share:.2f} "
+        f"| {got.gaps_below} of {got.gaps} | {got.min_gap:.4f} "
         f"| {got.peak_host_rate:.1f} | {got.max_in_flight} | {cell(got.round_trips_per_page, 2)} "
         f"| {got.commands_per_page:.2f} | {got.wall_s:.1f} |"
     )
@@ -156,7 +163,7 @@ def scaling_part(
             folder = args.workdir / f"{title.split()[0].lower()}-{side}-{nodes}"
             got = crawl(side, folder, url, nodes, hosts, pages, delay, links=links)
             if isinstance(got, Pending):
-                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 13)
+                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 14)
                 continue
             one = one or got
             lines.append(crawl_row(got, one))
@@ -189,18 +196,47 @@ def kill_part(args: argparse.Namespace, url: str) -> list[str]:
     return [*lines, ""]
 
 
-def report(args: argparse.Namespace, body: list[str], seconds: float) -> str:
+def harvest_part(args: argparse.Namespace, url: str) -> list[str]:
+    from cluster_harvest import harvest_on_nodes
+
+    budget = max(30, round(200 * args.scale))
+    got = harvest_on_nodes(args.workdir / "harvest", url, budget)
+    lines = [f"**Harvest** (topics of benchmarks/harvest_suite.py, {budget} pages, scrapy-focus "
+             "only: 2 nodes on one Redis against one node alone; goal within 5%)", ""]  # fmt: skip
+    if isinstance(got, Pending):
+        return [*lines, str(got), ""]
+    lines += ["| topic | one node | two nodes | ratio | pages both fetched |"]
+    lines += ["|---|---|---|---|---|"]
+    for topic in got:
+        lines.append(
+            f"| {topic.topic} | {topic.one_node:.1%} | {topic.two_nodes:.1%} "
+            f"| {topic.ratio:.2f}x | {topic.fetched_twice} |"
+        )
+    return [*lines, ""]
+
+
+def versions() -> list[str]:
+    from importlib.metadata import version
+
+    server = subprocess.run([REDIS_SERVER, "--version"], capture_output=True, text=True).stdout
+    return [server.split(" sha=")[0], f"redis-py {version('redis')}",
+            f"scrapy-redis {version('scrapy-redis')}"]  # fmt: skip
+
+
+def report(
+    args: argparse.Namespace, body: list[str], seconds: float, load: tuple[float, ...]
+) -> str:
     command = "`.venv/bin/python benchmarks/bench_cluster.py " + " ".join(sys.argv[1:]) + "`"
     return "\n".join(
         [
             HEADING,
             "",
-            (__doc__ or "").split("Usage::")[0].split("\n\n", 1)[1].strip(),
+            (__doc__ or "").split("Usage::")[0].split("\n\n", 1)[1].strip().replace("``", "`"),
             "",
             "### The run recorded here",
             "",
-            f"Commit {git_commit()}. {machine()}. Command from the repository root: "
-            f"{command} ({seconds / 60:.0f} minutes).",
+            f"Commit {git_commit()}. {machine(load, versions())}. "
+            f"Command from the repository root: {command} ({seconds / 60:.0f} minutes).",
             "",
             *body,
         ]
@@ -211,10 +247,10 @@ def write_docs(text: str) -> None:
     docs = DOCS.read_text()
     start = docs.find(HEADING)
     if start < 0:
-        DOCS.write_text(docs.rstrip("\n") + "\n\n" + text + "\n")
+        DOCS.write_text(docs.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
         return
     end = docs.find("\n## ", start + len(HEADING))
-    rest = docs[end:] if end >= 0 else "\n"
+    rest = docs[end:] if end >= 0 else ""
     DOCS.write_text(docs[:start] + text.rstrip("\n") + "\n" + rest)
 
 
@@ -222,7 +258,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="of sizes and farms")
     parser.add_argument("--sides", default=",".join(SIDES))
-    parser.add_argument("--parts", default="queue,seen,many,few,kill")
+    parser.add_argument("--parts", default="queue,seen,many,few,kill,harvest")
     parser.add_argument("--runs", type=int, default=4, help="SIGKILL runs per side")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--docs", action="store_true", help="write docs/benchmarks.md")
@@ -237,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     temporary = args.workdir is None
     args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
-    started = time.monotonic()
+    started, load = time.monotonic(), os.getloadavg()
     body: list[str] = []
     with RedisServer(args.workdir / "redis", aof=False) as server:
         many_hosts = max(4, round(64 * args.scale))
@@ -250,11 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             # Page 0 links to every page of its host: the queue is full from the start.
             "few": lambda: scaling_part(args, server.url, "Few hosts", (2, few_pages, 99), 0.5),
             "kill": lambda: kill_part(args, server.url),
+            "harvest": lambda: harvest_part(args, server.url),
         }
         for name in args.parts:
             body += parts[name]()
             print("\n".join(body[-4:]), flush=True)
-    text = report(args, body, time.monotonic() - started)
+    text = report(args, body, time.monotonic() - started, load)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

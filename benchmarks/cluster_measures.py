@@ -341,8 +341,8 @@ def _figures(
 
 def lease_return(run: ClusterRun, farm: ClusterFarm) -> float | None:
     """Seconds from the SIGKILL until another node fetched the last page the killed
-    node had asked the farm for and not finished (None: no kill, or some of those
-    pages never came back).  Leases a node held but had not yet sent are not seen
+    node had asked the farm for and not finished (None: no kill or no such page;
+    ``inf``: some of them never came back).  Leases a node held but had not yet sent are not seen
     by the farm; the figure is a lower bound of the return of all its leases."""
     killed = next((node for node in run.nodes if node.killed), None)
     if killed is None or run.killed_clock is None:
@@ -356,6 +356,8 @@ def lease_return(run: ClusterRun, farm: ClusterFarm) -> float | None:
         if page in taken and hit.agent != killed.name and hit.at >= run.killed_clock:
             again.setdefault(page, hit.at)
     unfinished = taken - done
-    if not unfinished or not unfinished <= set(again):
+    if not unfinished:
         return None
+    if not unfinished <= set(again):
+        return float("inf")
     return max(again[page] for page in unfinished) - run.killed_clock
