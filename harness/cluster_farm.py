@@ -77,6 +77,8 @@ class ClusterFarm:
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
         self._in_flight: Counter[str] = Counter()
+        self._answered: Counter[str] = Counter()  # pages answered 200, per User-Agent
+        self._first_at: dict[str, float] = {}  # the first page request, per User-Agent
         self._held_until: float | None = None  # the throttled host's hold, once it began
         farm = self
 
@@ -127,11 +129,25 @@ class ClusterFarm:
         parts = urlsplit(url)
         return self.netlocs.index(parts.netloc), int(parts.path[len(PAGE_PREFIX) :])
 
-    def page_html(self, host: int, page: int) -> bytes:
+    def links_of(self, host: int, page: int) -> list[str]:
+        """The URLs page *page* of host *host* links to."""
         children = range(self.links * page + 1, self.links * page + self.links + 1)
-        hrefs = [f"{PAGE_PREFIX}{child}" for child in children if child < self.pages]
-        hrefs.append(self.url((host + 1) % len(self.netlocs), page))
-        anchors = "".join(f'<li><a href="{href}">page {href}</a></li>' for href in hrefs)
+        own = [self.url(host, child) for child in children if child < self.pages]
+        return [*own, self.url((host + 1) % len(self.netlocs), page)]
+
+    def parents(self, url: str) -> set[str]:
+        """The pages that link to *url*."""
+        return {
+            self.url(host, page)
+            for host in range(len(self.netlocs))
+            for page in range(self.pages)
+            if url in self.links_of(host, page)
+        }
+
+    def page_html(self, host: int, page: int) -> bytes:
+        anchors = "".join(
+            f'<li><a href="{href}">page {href}</a></li>' for href in self.links_of(host, page)
+        )
         words = " ".join(f"word{(host * 7 + page * 13 + k) % 97}" for k in range(60))
         return (
             f"<html><head><title>host {host} page {page}</title></head><body>"
@@ -145,18 +161,13 @@ class ClusterFarm:
         host = self.netlocs.index(netloc)
         path = urlsplit(handler.path).path
         status, body, headers = self._answer(host, path, arrived)
+        agent = handler.headers.get("User-Agent", "")
         with self._lock:
             self._in_flight[netloc] += 1
-            self.hits.append(
-                Hit(
-                    arrived,
-                    netloc,
-                    path,
-                    handler.headers.get("User-Agent", ""),
-                    self._in_flight[netloc],
-                    status,
-                )
-            )
+            self.hits.append(Hit(arrived, netloc, path, agent, self._in_flight[netloc], status))
+            if path.startswith(PAGE_PREFIX):
+                self._first_at.setdefault(agent, arrived)
+                self._answered[agent] += status == 200
         try:
             if self.latency and path.startswith(PAGE_PREFIX):
                 time.sleep(self.latency)
@@ -249,8 +260,9 @@ class ClusterFarm:
     def first_at(self, agent: str) -> float | None:
         """When the first page request of *agent* arrived (None: none yet)."""
         with self._lock:
-            return next((hit.at for hit in self.hits if hit.agent == agent and hit.is_page), None)
+            return self._first_at.get(agent)
 
     def by_agent(self) -> Counter[str]:
         """Pages answered 200 per User-Agent (per node, when each has its own)."""
-        return Counter(hit.agent for hit in self.page_hits() if hit.status == 200)
+        with self._lock:
+            return Counter(self._answered)
