@@ -12,9 +12,11 @@ All nodes of a cluster hit the one server process of the test or benchmark, so
 its clock orders their requests: every request is logged as a :class:`Hit` with
 the server's ``time.monotonic()`` on arrival, its host, path and User-Agent (a
 node's name, when the harness gives each node its own), and the number of
-requests in flight to that host at that moment, counted from arrival to the last
-byte of the answer.  With ``latency`` each page takes that long to answer, so
-requests that overlap are seen to overlap.
+requests in flight to that host at that moment, counted from arrival until the
+answer is about to be sent (so a client that waits for an answer before its next
+request is never counted twice, however late the server's thread runs again).
+With ``latency`` each page takes that long to answer, so requests that overlap
+are seen to overlap.
 
 With ``throttled`` (a host index) that host answers its first page request with
 ``429`` and ``Retry-After: <retry_after>``, and every page request arriving
@@ -168,19 +170,29 @@ class ClusterFarm:
             if path.startswith(PAGE_PREFIX):
                 self._first_at.setdefault(agent, arrived)
                 self._answered[agent] += status == 200
+        done = False
         try:
             if self.latency and path.startswith(PAGE_PREFIX):
                 time.sleep(self.latency)
             handler.send_response(status)
             for name, value in {**headers, "Content-Length": str(len(body))}.items():
                 handler.send_header(name, value)
+            # Out of flight before the client can have the answer: a client that waits
+            # for it to send its next request is never counted twice, however late
+            # this thread runs again.
+            self._leave(netloc)
+            done = True
             handler.end_headers()
             handler.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # a node killed mid-answer
         finally:
-            with self._lock:
-                self._in_flight[netloc] -= 1
+            if not done:
+                self._leave(netloc)
+
+    def _leave(self, netloc: str) -> None:
+        with self._lock:
+            self._in_flight[netloc] -= 1
 
     def _answer(self, host: int, path: str, now: float) -> tuple[int, bytes, dict[str, str]]:
         if not path.startswith(PAGE_PREFIX):

@@ -225,6 +225,7 @@ class ClusterNodes:
     def _start(self, index: int) -> subprocess.Popen[bytes]:
         folder = self.workdir / f"node-{index}"
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / "stats.json").unlink(missing_ok=True)  # a killed node leaves none
         with open(folder / "crawl.log", "wb") as log:
             return subprocess.Popen(
                 self.command(index),
