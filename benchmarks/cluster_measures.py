@@ -37,6 +37,7 @@ from harness.cluster_nodes import (
     ClusterRun,
     Kill,
     focus_settings,
+    scrapy_redis_fingerprint,
     scrapy_redis_settings,
 )
 
@@ -217,6 +218,10 @@ class CrawlFigures:
     commands_per_page: float  # the server's INFO commandstats calls
     killed_at: float | None = None
     lease_return_s: float | None = None  # see lease_return()
+    queued_left: int = 0  # requests still queued when every node had closed (not lost)
+    # scrapy-redis: pages lost that its seen set holds and its queue does not: taken by
+    # a node and dropped (the others were never found: every page linking to them was lost)
+    lost_seen: int = 0
     returncodes: list[int | None] = field(default_factory=list)
 
     @property
@@ -271,10 +276,13 @@ def crawl(
     kill: Any = None,
     latency: float = 0.0,
     links: int = 2,
+    idle_close: int = 3,
 ) -> CrawlFigures | Pending:
     """One crawl of a fresh farm by *nodes* nodes of *kind*; *kill*: (node, pages):
     SIGKILL that node once the farm has answered it that many pages; *links*: the farm's fan-out
-    (the wider, the more requests are queued at once)."""
+    (the wider, the more requests are queued at once); *idle_close*: scrapy-redis's
+    ``MAX_IDLE_TIME_BEFORE_CLOSE`` (counted from the spider's import: a node idle
+    when the shared queue is empty for a moment closes once that long has passed)."""
     if kind == "focus" and (unwired := focus_wiring(workdir.parent, redis_url)) is not None:
         return unwired
     client = _client(redis_url)
@@ -282,7 +290,7 @@ def crawl(
     client.config_resetstat()
     with ClusterFarm(hosts, pages, links, latency=latency) as farm:
         if kind == "scrapy-redis":
-            settings = scrapy_redis_settings(redis_url, delay)
+            settings = scrapy_redis_settings(redis_url, delay, idle_close=idle_close)
             cluster = ClusterNodes(workdir, settings, REDIS_SPIDER, [farm.seed], nodes)
             cluster.push_start_urls(redis_url)
         else:
@@ -296,10 +304,17 @@ def crawl(
         commands_before = _commands(client)
         run = cluster.run(kill=killing)
         commands = _commands(client) - commands_before
+        queued_left = lost_seen = 0
+        if kind == "scrapy-redis":
+            queued_left = int(client.zcard("cluster:requests"))
+            seen = client.smembers("cluster:dupefilter")
+            lost_seen = sum(scrapy_redis_fingerprint(url) in seen for url in farm.never_fetched())
         if kind == "focus" and not shares_frontier(run, farm):
             per_page = sum(farm.fetched().values()) / max(len(farm.fetched()), 1)
             return Pending(f"the nodes do not share a frontier ({per_page:.1f} fetches per page)")
-        return _figures(kind, run, farm, delay, commands, hosts)
+        figures = _figures(kind, run, farm, delay, commands, hosts)
+        figures.queued_left, figures.lost_seen = queued_left, lost_seen - queued_left
+        return figures
 
 
 def _figures(
