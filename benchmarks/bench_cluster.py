@@ -171,6 +171,14 @@ def scaling_part(
     return [*lines, ""]
 
 
+def leases_back(got: CrawlFigures) -> str:
+    """The seconds until the killed node's work was fetched by others; "never" when
+    requests it had taken were dropped (scrapy-redis pops: it has no leases)."""
+    if got.lost_seen and got.lease_return_s is None:
+        return "never"
+    return cell(got.lease_return_s, 2)
+
+
 def kill_part(args: argparse.Namespace, url: str) -> list[str]:
     lines = [
         f"**SIGKILL** (3 nodes, 8 hosts x 31 pages, DOWNLOAD_DELAY 0.25 s, node 1 SIGKILLed "
@@ -192,7 +200,7 @@ def kill_part(args: argparse.Namespace, url: str) -> list[str]:
                 f"| {side} | {run + 1} | {got.lost} of {8 * 31} | {got.lost_seen} "
                 f"| {got.queued_left} "
                 f"| {got.fetched_twice} "
-                f"| {cell(got.lease_return_s, 2)} | {got.gaps_below} of {got.gaps} "
+                f"| {leases_back(got)} | {got.gaps_below} of {got.gaps} "
                 f"| {got.min_gap:.4f} | {got.max_in_flight} | {cell(got.killed_at)} |"
             )
             print(lines[-1], flush=True)

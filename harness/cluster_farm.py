@@ -58,6 +58,10 @@ class Hit:
     def is_page(self) -> bool:
         return self.path.startswith(PAGE_PREFIX)
 
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}{self.path}"
+
 
 class ClusterFarm:
     """*hosts* sites x *pages* pages, started by :meth:`start` (or ``with``)."""
@@ -254,9 +258,7 @@ class ClusterFarm:
 
     def fetched(self) -> Counter[str]:
         """How many times each page URL was answered 200."""
-        return Counter(
-            f"http://{hit.host}{hit.path}" for hit in self.page_hits() if hit.status == 200
-        )
+        return Counter(hit.url for hit in self.page_hits() if hit.status == 200)
 
     def fetched_twice(self) -> dict[str, int]:
         return {url: count for url, count in self.fetched().items() if count > 1}
