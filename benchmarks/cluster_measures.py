@@ -300,7 +300,7 @@ def crawl(
         if kill is not None:
             index, pages_first = kill
             name = f"node-{index}"
-            killing = Kill(index, lambda elapsed: farm.by_agent()[name] >= pages_first)
+            killing = Kill(index, lambda _, elapsed: farm.by_agent()[name] >= pages_first)
         commands_before = _commands(client)
         run = cluster.run(kill=killing)
         commands = _commands(client) - commands_before

@@ -5,8 +5,8 @@ with the same settings, each with its own name (``USER_AGENT`` ``node-<i>``, so
 the farm's log tells who fetched what; ``FOCUS_CLUSTER_NODE`` the same), its own
 log file, stats file (harness.stats_dump) and working directory (each node's
 corpus and JOBDIR are its own: bodies never go through Redis).  :meth:`run` starts
-them *stagger* seconds apart, SIGKILLs node ``kill.index`` once ``kill.when``
-says so (seconds after that node started, or a predicate polled every 50 ms),
+them *stagger* seconds apart, SIGKILLs one node once a :class:`Kill` says so
+(seconds after that node started, or a predicate polled every 50 ms),
 waits for every node to exit (SIGKILLing all at *timeout*), and returns a
 :class:`ClusterRun`: per node its exit code, final stats (none for a killed
 node), wall time and CPU seconds (its own and its reaped children's, from
@@ -101,14 +101,18 @@ def focus_settings(
 
 @dataclass(frozen=True)
 class Kill:
-    """SIGKILL node *index* once *when* is reached: seconds after it started, or a
-    predicate of the elapsed seconds."""
+    """SIGKILL node *index* (None: the first node for which *when* is due) once *when*
+    is reached: seconds after it started, or a predicate of (node, elapsed seconds)."""
 
-    index: int
-    when: float | Callable[[float], bool]
+    index: int | None
+    when: float | Callable[[int, float], bool]
 
-    def due(self, elapsed: float) -> bool:
-        return elapsed >= self.when if isinstance(self.when, (int, float)) else self.when(elapsed)
+    def due(self, index: int, elapsed: float) -> bool:
+        if self.index not in (None, index):
+            return False
+        if isinstance(self.when, (int, float)):
+            return elapsed >= self.when
+        return self.when(index, elapsed)
 
 
 @dataclass
@@ -199,10 +203,9 @@ class ClusterNodes:
                 if pid:
                     proc.returncode = os.waitstatus_to_exitcode(status)
                     ended[index] = (now, proc.returncode, usage.ru_utime + usage.ru_stime)
-                elif kill and kill.index == index and killed_at is None:
-                    if kill.due(now - started[index]):
-                        proc.send_signal(signal.SIGKILL)
-                        killed_at, killed_clock = now - first, now
+                elif kill and killed_at is None and kill.due(index, now - started[index]):
+                    proc.send_signal(signal.SIGKILL)
+                    killed_at, killed_clock = now - first, now
                 elif now - first > timeout:
                     proc.kill()
             time.sleep(0.05)
