@@ -4,10 +4,11 @@ One run, one real ``redis-server`` (harness/redis_server.py, AOF off: the figure
 are of the cluster code, not of fsync), both sides measured in turn
 (benchmarks/cluster_measures.py has each measurement):
 
-1. **queue**: push N requests, then take them all, one call per request as each
-   scheduler makes them (scrapy-redis's PriorityQueue; our store's lease + ack);
+1. **queue**: push N requests, then take them all, as each scheduler calls its
+   store (scrapy-redis's PriorityQueue, one call per request; our RedisFrontier's
+   push, lease + ack, a batch a call);
    Redis bytes per pending request;
-2. **seen set**: Redis bytes per seen URL (``used_memory`` delta over N URLs);
+2. **seen set**: Redis bytes per seen URL (``MEMORY USAGE`` of the set's keys);
 3. **many hosts**: pages/s of 1, 2 and 4 nodes on a farm of many hosts with no
    ``DOWNLOAD_DELAY`` (politeness out of the way), with each node's CPU: where
    the rate stops growing on this machine, and why;
@@ -50,6 +51,7 @@ from pathlib import Path
 
 import repo_root  # (this checkout's harness and scrapy_focus first)
 from cluster_measures import (
+    BATCH,
     CrawlFigures,
     Pending,
     crawl,
@@ -90,7 +92,8 @@ def queue_part(url: str, count: int, sides: list[str]) -> list[str]:
         "focus": queue_focus(url, count) if "focus" in sides else None,
     }
     lines = [
-        f"**Queue** ({count:,} requests over 100 hosts, one call per request)",
+        f"**Queue** ({count:,} requests over 100 hosts; scrapy-redis one call per request, "
+        f"ours {BATCH} a call, as each scheduler calls its store)",
         "",
         "| | push/s | take/s | Redis bytes per pending |",
         "|---|---|---|---|",

@@ -84,7 +84,7 @@ def harvest_on_nodes(
                     # One node is a crawl of its own, no Redis: what a cluster is against.
                     extra = [f"FOCUS_CLUSTER_REDIS_URL={redis_url}",
                              f"FOCUS_CLUSTER_NAME=harvest-{spec.name}",
-                             f"FOCUS_CLUSTER_NODE=node-{index}"] if nodes > 1 else []  # fmt: skip
+                             f"FOCUS_NODE_NAME=node-{index}"] if nodes > 1 else []  # fmt: skip
                     commands.append(ordering_command(spec, "focus", farm, budget, log, extra))
                 fetched = [_keys(farm, log) for log in _crawl(run, commands)]
                 pages = set().union(*map(set, fetched))

@@ -3,16 +3,17 @@
 Each function takes a running redis-server's URL (and, for crawls, a work
 folder) and returns a small dataclass of figures, or a :class:`Pending` saying
 which piece of scrapy-focus's cluster mode it still waits for: the store
-(``scrapy_focus.cluster.frontier.RedisFrontier``, driven through the
-FrontierStore seam, :mod:`scrapy_focus.frontier.seams`) or the scheduler's
-wiring (nodes that share one frontier).  So the benchmark reruns unchanged as
+(``scrapy_focus.cluster.frontier.RedisFrontier``) or the scheduler's wiring
+(nodes that share one frontier).  So the benchmark reruns unchanged as
 the pieces land.
 
 - :func:`queue_scrapy_redis` / :func:`queue_focus`: push N requests, then take
-  every one (scrapy-redis: ``PriorityQueue.pop``; ours: ``pop(host)`` + ``ack``),
-  one call per request as each scheduler makes them; Redis bytes per pending
-  request from ``INFO memory`` (``used_memory`` before and after the push);
-- :func:`seen_scrapy_redis` / :func:`seen_focus`: Redis bytes per seen URL;
+  every one, as each scheduler calls its store (scrapy-redis: one ``push`` and one
+  ``pop`` per request; ours: ``push``, ``lease`` and ``ack`` of BATCH entries a
+  call, as a node's link thread batches them); Redis bytes per pending request
+  from ``INFO memory`` (``used_memory`` before and after the push);
+- :func:`seen_scrapy_redis` / :func:`seen_focus`: Redis bytes per seen URL
+  (``MEMORY USAGE`` of the seen set's keys);
 - :func:`crawl`: N nodes on a :class:`~harness.cluster_farm.ClusterFarm`, the
   server's figures (pages/s from its first to its last page, gaps, in flight,
   fetched twice, lost), each node's CPU and Redis round trips.
@@ -20,6 +21,7 @@ the pieces land.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -104,94 +106,118 @@ def queue_scrapy_redis(url: str, count: int) -> QueueFigures:
     return QueueFigures(count, count / pushed, count / taken, size / count)
 
 
-def open_focus_frontier(url: str, crawl: str) -> Any:
-    """Our Redis store for the crawl *crawl*, or a Pending while it does not exist."""
+BATCH = 64  # entries per call on our side: a node batches its pushes, leases and acks
+
+
+def open_focus_frontier(url: str, crawl: str, expected: int = 100_000) -> Any:
+    """Our Redis store for the crawl *crawl*, or a Pending while it does not exist.
+    No delay and a concurrency no host reaches: the store's own speed is measured."""
     try:
         from scrapy_focus.cluster.frontier import RedisFrontier
     except ImportError:
         return Pending("scrapy_focus.cluster.frontier.RedisFrontier does not exist yet")
     from scrapy.settings import Settings
 
+    from scrapy_focus.cluster.connection import redis_client
+    from scrapy_focus.cluster.keys import ClusterKeys
     from scrapy_focus.config import FocusConfig
 
-    settings = Settings({"FOCUS_CLUSTER_REDIS_URL": url, "FOCUS_CLUSTER_NAME": crawl})
+    settings = Settings(
+        {
+            "FOCUS_CLUSTER_REDIS_URL": url,
+            "FOCUS_CLUSTER_SEEN_EXPECTED": expected,
+            "DOWNLOAD_DELAY": 0,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 1_000_000,
+        }
+    )
     config = FocusConfig.from_settings(settings)
+    keys = ClusterKeys.for_crawl(config.cluster.key_prefix, crawl)
     try:
-        if hasattr(RedisFrontier, "from_config"):
-            return RedisFrontier.from_config(config)
-        from scrapy_focus.cluster.connection import redis_client
-        from scrapy_focus.cluster.keys import ClusterKeys
-
-        keys = ClusterKeys.for_crawl(config.cluster.key_prefix, crawl)
-        return RedisFrontier(redis_client(config.cluster), keys)
+        return RedisFrontier(
+            redis_client(config.cluster), keys, "bench", config.cluster, config.politeness
+        )
     except TypeError as error:
         return Pending(f"open_focus_frontier() does not know RedisFrontier's constructor: {error}")
 
 
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
 def queue_focus(url: str, count: int) -> QueueFigures | Pending:
+    """Push in batches of BATCH, then lease BATCH at a time and ack each batch."""
+    from scrapy_focus.cluster.entries import Push
     from scrapy_focus.frontier.payload import dump_entry
     from scrapy_focus.urls import host_of
 
-    store = open_focus_frontier(url, "bench")
-    if isinstance(store, Pending):
-        return store
     client = _client(url)
     client.flushall()
-    requests = bench_requests(count)
-    # Encoded outside the timed part, as the payload is the same for any store.
+    store = open_focus_frontier(url, "bench", count)
+    if isinstance(store, Pending):
+        return store
+    rng = random.Random(2)
+    # Encoded outside the timed part: the payload is the same for any store.
     entries = [
-        (host_of(r.url), r.priority, random.random(), dump_entry(r.to_dict())) for r in requests
-    ]
+        Push(hashlib.sha1(r.url.encode()).digest(), host_of(r.url), r.priority, rng.random(),
+             dump_entry(r.to_dict()))
+        for r in bench_requests(count)
+    ]  # fmt: skip
     before = _used_memory(client)
     started = time.perf_counter()
-    for host, priority, score, payload in entries:
-        store.push(host, priority, score, payload)
+    for batch in _chunks(entries, BATCH):
+        store.push(batch)
     pushed = time.perf_counter() - started
     size = _used_memory(client) - before
-    hosts = sorted({entry[0] for entry in entries})
     taken_count = 0
     started = time.perf_counter()
-    for host in hosts:
-        while (entry := store.pop(host)) is not None:
-            store.ack(entry.lease)
-            taken_count += 1
+    while leased := store.lease(BATCH).entries:
+        store.ack([entry.key for entry in leased])
+        taken_count += len(leased)
     taken = time.perf_counter() - started
-    store.close()
     client.flushall()
     if taken_count != count:
         return Pending(f"RedisFrontier gave back {taken_count} of {count} requests pushed")
     return QueueFigures(count, count / pushed, count / taken, size / count)
 
 
+def _memory_of(client: Any, pattern: str) -> int:
+    return sum(
+        int(client.memory_usage(key, samples=0) or 0)
+        for key in client.scan_iter(match=pattern, count=1000)
+    )
+
+
 def seen_scrapy_redis(url: str, count: int) -> float:
-    """Bytes of Redis per URL in RFPDupeFilter's set (SADD of its 40-hex fingerprints)."""
+    """Bytes of Redis per URL in RFPDupeFilter's set (SADD of its 40-hex fingerprints):
+    ``MEMORY USAGE`` of the set."""
     from scrapy_redis.dupefilter import RFPDupeFilter
 
     client = _client(url)
     client.flushall()
     dupefilter = RFPDupeFilter(client, "bench:dupefilter")
-    before = _used_memory(client)
     for request in bench_requests(count):
         dupefilter.request_seen(request)
-    size = _used_memory(client) - before
+    size = _memory_of(client, "bench:dupefilter")
     client.flushall()
     return size / count
 
 
 def seen_focus(url: str, count: int) -> float | Pending:
-    from scrapy_focus.urls import canonicalize_url, url_fingerprint
+    """Bytes of Redis per URL in our seen set: ``MEMORY USAGE`` of its keys, after
+    pushing *count* entries with empty payloads (the queue's keys are not counted)."""
+    from scrapy_focus.cluster.entries import Push
 
-    store = open_focus_frontier(url, "bench")
-    if isinstance(store, Pending):
-        return store
     client = _client(url)
     client.flushall()
-    fingerprints = [url_fingerprint(canonicalize_url(r.url)) for r in bench_requests(count)]
-    before = _used_memory(client)
-    for fingerprint in fingerprints:
-        store.seen_add(fingerprint)
-    size = _used_memory(client) - before
-    store.close()
+    store = open_focus_frontier(url, "bench", count)
+    if isinstance(store, Pending):
+        return store
+    pushes = [
+        Push(hashlib.sha1(r.url.encode()).digest(), "h", 0, 0.5, b"") for r in bench_requests(count)
+    ]
+    for batch in _chunks(pushes, 2000):
+        store.push(batch)
+    size = _memory_of(client, store.keys.key("seen", "*"))
     client.flushall()
     return size / count
 

@@ -93,7 +93,7 @@ for node in $(seq 1 "$nodes"); do
     folder="$work/node-$node"
     mkdir -p "$folder"
     "$scrapy" focus-crawl asyncio.toml "${options[@]}" \
-        -s "FOCUS_CLUSTER_NODE=node-$node" \
+        -s "FOCUS_NODE_NAME=node-$node" \
         -s "HTTPCACHE_DIR=$folder/httpcache" \
         -s "LOG_FILE=$folder/crawl.log" \
         -O "$folder/pages.jsonl" &

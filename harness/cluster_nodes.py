@@ -2,7 +2,7 @@
 
 :class:`ClusterNodes` runs *nodes* ``scrapy runspider`` processes of one spider
 with the same settings, each with its own name (``USER_AGENT`` ``node-<i>``, so
-the farm's log tells who fetched what; ``FOCUS_CLUSTER_NODE`` the same), its own
+the farm's log tells who fetched what; ``FOCUS_NODE_NAME`` the same), its own
 log file, stats file (harness.stats_dump) and working directory (each node's
 corpus and JOBDIR are its own: bodies never go through Redis).  :meth:`run` starts
 them *stagger* seconds apart, SIGKILLs one node once a :class:`Kill` says so
@@ -174,7 +174,7 @@ class ClusterNodes:
         name = f"node-{index}"
         settings = {**self.settings, "USER_AGENT": name}
         if "FOCUS_CLUSTER_REDIS_URL" in settings:
-            settings["FOCUS_CLUSTER_NODE"] = name
+            settings["FOCUS_NODE_NAME"] = name
         args = ["runspider", str(self.spider)]
         if self.spider == FOCUS_SPIDER:
             args += ["-a", "urls=" + " ".join(self.urls)]

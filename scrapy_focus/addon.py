@@ -25,7 +25,8 @@ Spider middlewares (responses go up the numbers, output comes down):
 * 100 ``LinkContextMiddleware``: above HttpErrorMiddleware (50), below
   RefererMiddleware (700); it sees the requests the other spider middlewares kept.
 
-Extensions: 100 ``FocusLogStats``, after Scrapy's own (all at 0).
+Extensions: 100 ``FocusLogStats``, 110 ``FocusSeriesRecorder`` (with the corpus),
+120 ``FocusPrometheus`` (off until ``FOCUS_PROMETHEUS_PORT``), after Scrapy's own (all at 0).
 
 Item pipelines: 100 ``ConfidencePipeline`` and 110 ``ContractPipeline``, before
 the user's pipelines (300 and up by convention), so those see the verdicts.
@@ -74,6 +75,8 @@ LINK_CONTEXT = Component(
     "SPIDER_MIDDLEWARES", "scrapy_focus.frontier.context.LinkContextMiddleware", 100
 )
 LOG_STATS = Component("EXTENSIONS", "scrapy_focus.frontier.logstats.FocusLogStats", 100)
+SERIES = Component("EXTENSIONS", "scrapy_focus.report.recorder.FocusSeriesRecorder", 110)
+PROMETHEUS = Component("EXTENSIONS", "scrapy_focus.report.prometheus.FocusPrometheus", 120)
 CONFIDENCE = Component("ITEM_PIPELINES", "scrapy_focus.pipelines.ConfidencePipeline", 100)
 CONTRACT = Component("ITEM_PIPELINES", "scrapy_focus.pipelines.ContractPipeline", 110)
 #: Every component, for the table above and the test that keeps it free of ties.
@@ -86,6 +89,8 @@ COMPONENTS = (
     LOG_STATS,
     CONFIDENCE,
     CONTRACT,
+    SERIES,
+    PROMETHEUS,
 )
 
 CORPUS_STORAGE = "scrapy_focus.corpus.storage.LmdbCacheStorage"
@@ -119,6 +124,7 @@ class Addon:
                     "DOWNLOADER_MIDDLEWARES", compression, None
                 )
                 _add(settings, DECOMPRESSION)
+            _add(settings, SERIES)  # the series lives next to the corpus
 
         if config.canonical_urls:
             settings.set("REQUEST_FINGERPRINTER_CLASS", FINGERPRINTER, priority=PRIORITY)
@@ -146,6 +152,8 @@ class Addon:
             _add(settings, CONFIDENCE)
             _add(settings, CONTRACT)
             _add(settings, REQUEUE)
+
+        _add(settings, PROMETHEUS)  # NotConfigured until FOCUS_PROMETHEUS_PORT is set
 
 
 def _listed(settings: BaseSettings, name: str, cls: type) -> bool:

@@ -31,14 +31,15 @@ from scrapy_focus.engines.headers import awaited
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from scrapy_focus.cluster.assembly import ClusterNode
     from scrapy_focus.corpus.db import CorpusDB
     from scrapy_focus.engines.breaker import CircuitBreaker
     from scrapy_focus.engines.discovery import EngineInfo
     from scrapy_focus.engines.history import DomainHistory
     from scrapy_focus.engines.pool import BrowserPool
-    from scrapy_focus.frontier.politeness import Politeness
     from scrapy_focus.frontier.relevance import FocusModel
-    from scrapy_focus.frontier.seams import CrawlCounters
+    from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
+    from scrapy_focus.report.observer import CrawlObserver
     from scrapy_focus.signals import PageOutputs
 
 logger = logging.getLogger(__name__)
@@ -74,10 +75,22 @@ class FocusRuntime:
     # -- the shared parts
 
     @cached_property
-    def politeness(self) -> Politeness:
+    def politeness(self) -> PolitenessState:
+        """Per-host readiness: decided in Redis for every node in cluster mode."""
+        if self.cluster is not None:
+            return self.cluster.politeness
         from scrapy_focus.frontier.politeness import Politeness, robots_crawl_delay
 
         return Politeness(self.config.politeness, robots_crawl_delay(self.crawler))
+
+    @cached_property
+    def cluster(self) -> ClusterNode | None:
+        """This node's cluster parts when cluster mode is on (:mod:`scrapy_focus.cluster`)."""
+        if not self.config.cluster.enabled:
+            return None
+        from scrapy_focus.cluster.assembly import ClusterNode
+
+        return ClusterNode(self.crawler, self.config)
 
     @cached_property
     def model(self) -> FocusModel:
@@ -174,6 +187,17 @@ class FocusRuntime:
         db.fault_handlers.append(partial(storage_failed, self.crawler))
         self.on_close(db.close)
         return db
+
+    # -- seeing the crawl
+
+    @cached_property
+    def observer(self) -> CrawlObserver:
+        """What the crawl's signals say that no stat holds (queue age, extraction
+        and render times, engines per host), for the series, the log line and
+        the Prometheus endpoint."""
+        from scrapy_focus.report.observer import CrawlObserver
+
+        return CrawlObserver(self.crawler)
 
     # -- closing
 

@@ -291,16 +291,19 @@ FOCUS_CLUSTER_NAME = ""
 #: braces are a Redis Cluster hash tag: all of one crawl's keys live in one slot, so its
 #: scripts may touch any of them.  The keys under it:
 #: ``<prefix>:q:<host>`` (sorted set: a host's queue, best first, FIFO among equals),
-#: ``<prefix>:hosts`` (sorted set: hosts by the time their next request may go),
 #: ``<prefix>:payloads`` (hash: entry key -> request as data, never a pickle),
-#: ``<prefix>:seen`` (the seen set), ``<prefix>:leases`` / ``<prefix>:nodes`` (leases out
-#: and the nodes' heartbeats), ``<prefix>:politeness:<host>`` (a host's delay, in-flight
-#: count and backoff), ``<prefix>:counters``, ``<prefix>:history``, ``<prefix>:breaker``,
+#: ``<prefix>:seq`` (the entries' sequence), ``<prefix>:host:<host>`` (hash: a host's
+#: delay, concurrency, last request, backoff, held), ``<prefix>:inflight:<host>`` (its
+#: leases in flight), ``<prefix>:ready`` / ``<prefix>:waiting`` (sorted sets: hosts
+#: ready now, best entry first / hosts by the time they are ready),
+#: ``<prefix>:seen:<bucket>`` and ``<prefix>:seen:buckets`` (the seen set),
+#: ``<prefix>:leases`` / ``<prefix>:deadlines`` / ``<prefix>:node:<node>`` (leases out, by
+#: deadline, by node), ``<prefix>:nodes`` (the nodes' heartbeats), ``<prefix>:counts``
+#: (queued and held entries), docs/cluster.md has the details;
+#: ``<prefix>:counters``, ``<prefix>:history``, ``<prefix>:breaker``,
 #: ``<prefix>:model``, ``<prefix>:state`` (small named values), ``<prefix>:quarantine``
 #: (entries that are not valid data, kept for a person to read).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
-#: This node's name in leases and heartbeats.  Empty: ``<hostname>-<pid>``.
-FOCUS_CLUSTER_NODE = ""
 #: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
 #: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease
 #: whatever the heartbeats say (a node stuck on one page).
@@ -316,6 +319,30 @@ FOCUS_CLUSTER_IDLE_CHECK = 3.0
 #: Delete the crawl's keys when a node closes with the frontier finished.  Off: shared
 #: state is never flushed unless asked (``scrapy focus-cluster flush``-style tools).
 FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
+#: How many URLs the crawl expects to see: the seen set is split into buckets of about
+#: 256 fingerprints each (so a crawl of twice that stays compact), fixed when the crawl's
+#: first node starts; a crawl far beyond it still works, at several times the memory.
+FOCUS_CLUSTER_SEEN_EXPECTED = 1_000_000
+
+
+# -- seeing a crawl (scrapy_focus.report) -------------------------------------------------
+
+#: Seconds between two samples of the crawl's time series (one JSON line each, in
+#: ``<corpus directory>/focus-series/<node>.jsonl``, plus one at close), which
+#: ``scrapy focus-report`` draws.  Recorded only when the corpus is on; 0: off.
+FOCUS_SERIES_INTERVAL = 10.0
+#: Hosts a sample describes one by one (the most requested; the crawl-wide figures
+#: count every host).
+FOCUS_SERIES_TOP_HOSTS = 20
+#: This node's name in the series (its file name, a Prometheus label) and, in cluster
+#: mode, in its leases and heartbeats; empty: ``<hostname>-<pid>``.  Each node of a
+#: cluster records its own series file.
+FOCUS_NODE_NAME = ""
+#: Serve the same figures in Prometheus' text format on this port (``/metrics``,
+#: needs the ``metrics`` extra: prometheus-client); 0: off.
+FOCUS_PROMETHEUS_PORT = 0
+#: The address the Prometheus endpoint listens on: this machine only by default.
+FOCUS_PROMETHEUS_HOST = "127.0.0.1"
 
 
 # -- Scrapy's own settings the add-on changes (at addon priority: a user's value wins)

@@ -53,6 +53,9 @@ class LinkContext:
     distance: int = 0  # links since the last relevant ancestor
     score: float | None = None
     inherited: float = 0.0  # this link's shark-search inherited score
+    #: When the link was found (wall clock, so it means the same after a resume):
+    #: its queue age at fetch is measured from here.
+    found_at: float = field(default_factory=time.time, compare=False)
 
     def to_record(self) -> dict[str, Any]:
         # Plain values only: a shallow copy is the record, at a fraction of the
@@ -106,6 +109,7 @@ class Extracted:
     failure: str | None = None  # why there is no extraction (see ExtractionMiddleware)
     error: str | None = None  # the worker's error, for quarantine
     worker: str | None = None  # the worker ("pid:thread") that extracted it
+    seconds: float | None = None  # wall time of the extraction, queueing in the pool included
 
 
 @dataclass

@@ -84,7 +84,7 @@ def test_offline_main_job_is_a_focused_crawl_of_the_python_docs(tmp_path):
     shutil.copytree(
         ROOT / "example_project",
         tmp_path / "example_project",
-        ignore=shutil.ignore_patterns(".scrapy", "pages.jsonl", "__pycache__"),
+        ignore=shutil.ignore_patterns(".scrapy", "pages.jsonl", "report.html", "__pycache__"),
     )
     (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
     port = free_port()
@@ -122,6 +122,11 @@ def test_offline_main_job_is_a_focused_crawl_of_the_python_docs(tmp_path):
     assert harvest is not None, first.stdout
     relevant = sum(1 for item in items if (item["relevance"] or 0) >= 0.5)
     assert (int(harvest[1]), int(harvest[2])) == (relevant, len(items))
+
+    # The report it ends with, where the script says it is.
+    report = project / "report.html"
+    assert f"report written to {report}" in first.stderr
+    assert "focus_max_pages" in report.read_text()
 
     # The docs server was stopped with the script.
     with pytest.raises(ConnectionRefusedError):

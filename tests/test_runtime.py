@@ -35,6 +35,10 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     assert [getattr(with_addon.browser, name) for name in render] == ["auto", 5.0, 0.5]
     assert bare.extract.options == with_addon.extract.options
     assert bare.contract.rules == with_addon.contract.rules
+    assert bare.cluster == with_addon.cluster and bare.cluster.seen_expected == 1_000_000
+    assert bare.report == with_addon.report
+    assert (bare.report.series_interval, bare.report.top_hosts) == (10.0, 20)
+    assert (bare.report.prometheus_port, bare.report.prometheus_host) == (0, "127.0.0.1")
 
 
 @pytest.mark.parametrize(
@@ -46,6 +50,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
         ("FOCUS_MIN_CONFIDENCE", "high"),
         ("FOCUS_BROWSER_RENDER", "sometimes"),
         ("FOCUS_BROWSER_RENDER_WAIT", "long"),
+        ("FOCUS_PROMETHEUS_PORT", 70000),
     ],
 )
 def test_a_bad_value_fails_at_start_up_naming_its_setting(name, value):
@@ -101,6 +106,7 @@ def test_a_state_pickles_as_its_record_and_comes_back():
     state.next_attempt("stealth")
     back = pickle.loads(pickle.dumps(state))
     assert back.to_record() == state.to_record()
+    assert back.link is not None and back.link.found_at == state.link.found_at  # queue age
     assert back.link == state.link and back.refresh is True and back.engine == "stealth"
 
 

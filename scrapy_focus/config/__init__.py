@@ -35,6 +35,7 @@ from scrapy_focus.config.sections import (
     FrontierConfig,
     LadderConfig,
     PolitenessConfig,
+    ReportConfig,
     TopicConfig,
 )
 from scrapy_focus.contract import ContractRules
@@ -111,6 +112,7 @@ class FocusConfig:
     canonical_urls: bool
     tracking_params: tuple[str, ...]
     cluster: ClusterConfig
+    report: ReportConfig
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FocusConfig:
@@ -127,6 +129,7 @@ class FocusConfig:
             canonical_urls=read("FOCUS_CANONICAL_URLS_ENABLED"),
             tracking_params=read("FOCUS_TRACKING_PARAMS"),
             cluster=read_cluster(read),
+            report=_report(read),
         )
 
 
@@ -362,3 +365,16 @@ def _render_mode(value: Any) -> str:
             f"FOCUS_BROWSER_RENDER must be one of {', '.join(RENDER_MODES)}, not {value!r}"
         )
     return mode
+
+
+def _report(read: _Reader) -> ReportConfig:
+    port = read("FOCUS_PROMETHEUS_PORT")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"FOCUS_PROMETHEUS_PORT must be a port (0: off), not {port}")
+    return ReportConfig(
+        series_interval=max(0.0, read("FOCUS_SERIES_INTERVAL")),
+        top_hosts=max(1, read("FOCUS_SERIES_TOP_HOSTS")),
+        node_name=str(read("FOCUS_NODE_NAME") or ""),
+        prometheus_port=port,
+        prometheus_host=str(read("FOCUS_PROMETHEUS_HOST") or "127.0.0.1"),
+    )

@@ -14,6 +14,20 @@ from scrapy_focus.config.sections import ClusterConfig
 
 Reader = Any  # scrapy_focus.config._Reader: typed reads of FOCUS_* settings
 
+# scrapy-redis settings of its own scheduler and dupefilter: a focused cluster keeps
+# its frontier its own way (said at start-up when a project sets one).
+SCRAPY_REDIS_SETTINGS = (
+    "SCHEDULER_QUEUE_KEY",
+    "SCHEDULER_QUEUE_CLASS",
+    "SCHEDULER_DUPEFILTER_KEY",
+    "SCHEDULER_DUPEFILTER_CLASS",
+    "SCHEDULER_SERIALIZER",
+    "SCHEDULER_PERSIST",
+    "SCHEDULER_FLUSH_ON_START",
+    "SCHEDULER_IDLE_BEFORE_CLOSE",
+    "DUPEFILTER_KEY",
+)
+
 
 def _redis_url(read: Reader) -> tuple[str, str]:
     """The Redis URL and the setting that gave it: ours, else scrapy-redis's."""
@@ -56,11 +70,15 @@ def read_cluster(read: Reader) -> ClusterConfig:
         params=params,
         name=read("FOCUS_CLUSTER_NAME"),
         key_prefix=prefix,
-        node=read("FOCUS_CLUSTER_NODE"),
+        node=str(read("FOCUS_NODE_NAME") or ""),
         heartbeat=read("FOCUS_CLUSTER_HEARTBEAT"),
         lease_timeout=read("FOCUS_CLUSTER_LEASE_TIMEOUT"),
         lease_deadline=read("FOCUS_CLUSTER_LEASE_DEADLINE"),
         max_backoff=read("FOCUS_CLUSTER_MAX_BACKOFF"),
         idle_check=read("FOCUS_CLUSTER_IDLE_CHECK"),
         flush_on_close=read("FOCUS_CLUSTER_FLUSH_ON_CLOSE"),
+        seen_expected=max(1, read("FOCUS_CLUSTER_SEEN_EXPECTED")),
+        ignored_redis_settings=tuple(
+            name for name in SCRAPY_REDIS_SETTINGS if read.settings.get(name) is not None
+        ),
     )

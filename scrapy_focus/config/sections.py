@@ -187,3 +187,16 @@ class ClusterConfig:
     max_backoff: float
     idle_check: float
     flush_on_close: bool
+    seen_expected: int = 1_000_000  # URLs the seen set is sized for (cluster/seen.py)
+    ignored_redis_settings: tuple[str, ...] = ()  # scrapy-redis settings the user set
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """The crawl's time series and its live endpoint (:mod:`scrapy_focus.report`)."""
+
+    series_interval: float  # seconds between samples; 0: no series
+    top_hosts: int
+    node_name: str  # empty: <hostname>-<pid>
+    prometheus_port: int  # 0: no endpoint
+    prometheus_host: str

@@ -107,6 +107,7 @@ class ExtractionMiddleware:
             failure=result.failure,
             error=result.error if result.failure == "error" else None,
             worker=result.worker,
+            seconds=result.seconds,
         )
         self._report(response, result)
         return response

@@ -16,6 +16,7 @@ _KEY = struct.Struct(">IIIQ")  # host id, inverted priority, inverted score, seq
 _PRIORITY_OFFSET = 2**31
 _SCORE_SCALE = 2**32 - 1
 HOST_ID = struct.Struct(">I")  # a key's first four bytes
+RANK = struct.Struct(">II")  # inverted priority, inverted score
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,28 @@ class Entry:
 
 
 def encode_key(host_id: int, priority: int, score: float, seq: int) -> bytes:
+    return _KEY.pack(host_id, *_inverted(priority, score), seq)
+
+
+def _inverted(priority: int, score: float) -> tuple[int, int]:
     priority = max(-_PRIORITY_OFFSET + 1, min(_PRIORITY_OFFSET - 1, priority))
     score = max(0.0, min(1.0, score))
-    return _KEY.pack(
-        host_id,
+    return (
         _PRIORITY_OFFSET - 1 - priority,  # higher priority sorts first
         int((1.0 - score) * _SCORE_SCALE),  # higher score sorts first
-        seq,
     )
+
+
+def encode_rank(priority: int, score: float) -> bytes:
+    """A key's order without its host id and sequence (8 bytes): the cluster's entry keys
+    are this followed by a crawl-wide sequence, so they sort as the local keys do."""
+    return RANK.pack(*_inverted(priority, score))
+
+
+def decode_rank(rank: bytes) -> tuple[int, float]:
+    """``(priority, score)`` of the first 8 bytes of a key made by :func:`encode_rank`."""
+    inv_priority, inv_score = RANK.unpack(rank[: RANK.size])
+    return _PRIORITY_OFFSET - 1 - inv_priority, 1.0 - inv_score / _SCORE_SCALE
 
 
 def decode_key(key: bytes) -> tuple[int, int, float, int]:

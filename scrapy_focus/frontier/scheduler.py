@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
@@ -49,11 +48,10 @@ from scrapy_focus.frontier.admission import (
 )
 from scrapy_focus.frontier.codec import RequestCodec
 from scrapy_focus.frontier.dupes import Duplicates
-from scrapy_focus.frontier.hosts import HostQueues, engine_waker
 from scrapy_focus.frontier.leases import Leases
+from scrapy_focus.frontier.opening import open_frontier
 from scrapy_focus.frontier.rescoring import Rescorer
 from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl
-from scrapy_focus.frontier.store_local import LmdbFrontierStore
 from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.frontier.watch import SignalWatch
 from scrapy_focus.runtime import FocusRuntime
@@ -122,10 +120,9 @@ class FocusScheduler(BaseScheduler):
                 name,
             )
         self.crawl_scope.open(getattr(spider, "allowed_domains", None) or ())
-        directory = Path(self.config.jobdir, "focus-frontier") if self.config.jobdir else None
-        store = self.store = LmdbFrontierStore(directory, on_error=self._storage_failed)
+        store, self.hosts = open_frontier(self.crawler, self.config, self._storage_failed)
+        self.store = store
         self.codec = RequestCodec(spider, self.stats, self.config)
-        self.hosts = HostQueues(store, self.politeness, self.stats, engine_waker(self.crawler))
         self.guards = Guards(self.config, store.variant_add, self.traps)
         self.rescorer = Rescorer(
             self.config, store, self.codec, self.hosts, self.duplicates.fingerprint, self.stats
@@ -229,7 +226,9 @@ class FocusScheduler(BaseScheduler):
         state.link.score = score
         store = self._store()
         payload = self.codec.encode(request, fingerprint)
-        key = store.push(host, request.priority, score, payload)
+        key = store.push(
+            host, request.priority, score, payload, fingerprint, not request.dont_filter
+        )
         store.seen_pending(fingerprint, key)
         self.codec.count_scheduled("enqueued", payload)
         self.guards.admitted(host)
@@ -322,8 +321,9 @@ class FocusScheduler(BaseScheduler):
         try:
             request = self.codec.decode(entry.payload)
         except Exception:
-            logger.exception("Frontier dropped an entry of %s it could not read back", entry.host)
+            logger.exception("Frontier set aside an entry of %s it could not read back", entry.host)
             self.stats.inc_value("focus/frontier/unreadable")
+            self._store().quarantine(entry, "unreadable")
             return None
         if self.guards.trapped(request.url):
             # queued before its pattern turned out to be a trap

@@ -30,9 +30,12 @@ if TYPE_CHECKING:
 class FrontierStore(Protocol):
     """The queue, its leases and the seen set.
 
-    * ``push(host, priority, score, payload)`` stores an entry and returns its
-      key; a host's entries come out best first: higher ``priority``, then
-      higher ``score``, then first in, first out.  Keys are never reused.
+    * ``push(host, priority, score, payload, fingerprint)`` stores an entry and
+      returns its key; a host's entries come out best first: higher
+      ``priority``, then higher ``score``, then first in, first out.  Keys are
+      never reused.  A shared store checks *fingerprint* against its seen set
+      in the same step (a page another node queued is not queued twice), unless
+      the request is not *filtered* (a retry, ``dont_filter``).
     * ``best(host)`` is the key of the host's best entry (None: none queued),
       without taking it; ``hosts()`` the hosts with an entry queued.
     * ``pop(host)`` takes the best entry and *leases* it: the entry is out of
@@ -54,6 +57,8 @@ class FrontierStore(Protocol):
       group and is False past *limit*; ``get_state``/``put_state`` keep small
       named values with the queue (the link model, the counters, the scope
       the seeds gave), written in the same transaction as the queue.
+    * ``quarantine(entry, reason)``: the taken *entry* is not a request this
+      node can read; a shared store keeps it aside for a person to read.
     * ``len(store)`` is the number of entries queued; ``count_host(host)``
       those of one host.  A write the store cannot make raises
       :class:`~scrapy_focus.faults.StorageError`, and the store takes no more.
@@ -61,7 +66,16 @@ class FrontierStore(Protocol):
 
     def __len__(self) -> int: ...
     def hosts(self) -> Iterator[str]: ...
-    def push(self, host: str, priority: int, score: float, payload: bytes) -> bytes: ...
+    def push(
+        self,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
+        filtered: bool = True,
+    ) -> bytes: ...
+    def quarantine(self, entry: Entry, reason: str) -> None: ...
     def best(self, host: str) -> bytes | None: ...
     def pop(self, host: str) -> Entry | None: ...
     def requeue(self, entry: Entry, score: float) -> bytes: ...

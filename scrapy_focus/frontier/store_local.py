@@ -209,8 +209,18 @@ class LmdbFrontierStore:
             self.host_names[host_id] = host
         return host_id
 
-    def push(self, host: str, priority: int, score: float, payload: bytes) -> bytes:
-        """Store an entry; return its key (its position among the host's entries)."""
+    def push(
+        self,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
+        filtered: bool = True,
+    ) -> bytes:
+        """Store an entry; return its key (its position among the host's entries).
+        The seen set is kept apart (*fingerprint* and *filtered* are for a shared
+        store's one step)."""
         self._seq += 1
         txn = self._txn_now()
         key = encode_key(self._host_id(txn, host), priority, score, self._seq)
@@ -264,6 +274,10 @@ class LmdbFrontierStore:
     def ack(self, lease: bytes) -> None:
         self._txn_now().delete(lease, db=self._leases)
         self._wrote()
+
+    def quarantine(self, entry: Entry, reason: str) -> None:
+        """Nothing to keep: the caller acknowledges the entry, which is gone (a
+        cluster's store, whose entries other processes wrote, keeps them aside)."""
 
     def leased(self) -> int:
         return self._txn_now().stat(self._leases)["entries"]

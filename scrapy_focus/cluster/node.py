@@ -1,0 +1,208 @@
+"""A node's view of the shared frontier: the store and host queues the scheduler talks to.
+
+In cluster mode :class:`~scrapy_focus.frontier.scheduler.FocusScheduler` keeps
+its code and calls the same seams; these take the local ones' place:
+
+* :class:`NodeStore` is its :class:`~scrapy_focus.frontier.seams.FrontierStore`.
+  ``push`` hands the entry to the :class:`~.link.ClusterLink`, where the seen
+  check and the enqueue are one atomic step in Redis; ``seen_add`` is a local
+  first filter (a bounded memory of fingerprints this node offered), so a link
+  repeated on every page costs one Redis check per node, not one per page.
+  ``pop`` takes the next entry Redis leased to this node; ``ack`` and
+  ``requeue`` are messages.  ``len()`` stays above zero until the link saw the
+  whole cluster idle (nothing queued, nothing leased) twice.
+* :class:`NodeHostQueues` is its :class:`~scrapy_focus.frontier.hosts.HostQueues`:
+  which host goes next is decided in Redis, for every node at once (the lease
+  script), so it only hands out the leased entries in the order they came, and
+  asks the link for as many as the downloader has room for.
+
+What stays per node: re-scoring of queued entries (they are in Redis, best-first
+by the score they were pushed with), the crawler-trap variant counts, and the
+seen filter's memory.  The link model and the counters are shared through
+their own seams (:mod:`scrapy_focus.cluster`), so this store neither saves nor
+restores them.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from scrapy_focus.cluster.entries import Leased, Push
+from scrapy_focus.frontier.entries import Entry
+
+if TYPE_CHECKING:
+    from scrapy_focus.cluster.link import ClusterLink
+
+SEEN_MEMORY = 200_000  # fingerprints a node remembers offering (its local filter)
+SHARED_STATE = ("link_model", "counters")  # kept by their own shared seams
+_NO_KEY = b""
+
+
+class NodeStore:
+    """The :class:`~scrapy_focus.frontier.seams.FrontierStore` of a cluster node."""
+
+    def __init__(
+        self,
+        link: ClusterLink,
+        get_state: Callable[[str], bytes | None],
+        path: str,
+        new_host: Callable[[str], None] = lambda host: None,
+    ) -> None:
+        self.link = link
+        self._get_state = get_state
+        self.path = path
+        self._new_host = new_host
+        self._offered: collections.OrderedDict[bytes, None] = collections.OrderedDict()
+        self._hosts_seen: set[str] = set()
+        self._variants: dict[str, set[str]] = {}
+        self.last_taken = _NO_KEY  # the key of the entry pop() gave last
+        self.flush_on_close = False  # FOCUS_CLUSTER_FLUSH_ON_CLOSE
+
+    def __len__(self) -> int:
+        link = self.link
+        if link.idle():
+            return 0
+        status = link.status
+        known = len(link.inbox) + (status.queued + status.leased if status is not None else 0)
+        return max(1, known)
+
+    def hosts(self) -> Iterator[str]:
+        return iter(())  # the hosts' queues are in Redis
+
+    # -- pushing
+
+    def seen_add(self, fingerprint: bytes) -> bool:
+        offered = self._offered
+        if fingerprint in offered:
+            offered.move_to_end(fingerprint)
+            return False
+        offered[fingerprint] = None
+        if len(offered) > SEEN_MEMORY:
+            offered.popitem(last=False)
+        return True
+
+    def push(
+        self,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
+        filtered: bool = True,
+    ) -> bytes:
+        if host not in self._hosts_seen:
+            self._hosts_seen.add(host)
+            self._new_host(host)  # its politeness first: messages are said in order
+        self.link.send("push", Push(fingerprint, host, priority, score, payload, filtered))
+        return _NO_KEY
+
+    def seen_pending(self, fingerprint: bytes, key: bytes) -> None:
+        return None  # rediscovery moves no entry in a cluster (see the module docstring)
+
+    def pending_key(self, fingerprint: bytes) -> bytes | None:
+        return None
+
+    def replace(
+        self, old_key: bytes, host: str, priority: int, score: float, payload: bytes
+    ) -> tuple[bytes, bytes] | None:
+        return None
+
+    # -- taking
+
+    def best(self, host: str) -> bytes | None:
+        return None  # the order is Redis's: no local entry competes with a taken one
+
+    def pop(self, host: str) -> Entry | None:
+        inbox = self.link.inbox
+        for index, leased in enumerate(inbox):
+            if leased.host == host:
+                del inbox[index]
+                self.last_taken = leased.key
+                return Entry(host, leased.priority, leased.score, leased.payload, leased.key)
+        return None
+
+    def requeue(self, entry: Entry, score: float) -> bytes:
+        leased = Leased(entry.host, entry.lease, entry.priority, entry.score, entry.payload)
+        self.link.send("requeue", (leased, score))
+        return _NO_KEY
+
+    def ack(self, lease: bytes) -> None:
+        if lease:
+            self.link.send("ack", lease)
+
+    def quarantine(self, entry: Entry, reason: str) -> None:
+        """An entry that is not a request this node can read: kept aside in Redis."""
+        self.link.send("quarantine", (entry.lease, entry.payload, reason))
+
+    def count_host(self, host: str) -> int:
+        return sum(1 for leased in self.link.inbox if leased.host == host)
+
+    # -- re-scoring (per node: see the module docstring)
+
+    def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
+        return []
+
+    def rekey(self, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]) -> None:
+        return None
+
+    def next_seq(self) -> int:
+        return 0
+
+    def host_id(self, host: str) -> int:
+        return 0
+
+    # -- the rest of the contract
+
+    def variant_add(self, group: str, variant: str, limit: int) -> bool:
+        variants = self._variants.setdefault(group, set())
+        if variant in variants:
+            return True
+        if len(variants) >= limit:
+            return False
+        variants.add(variant)
+        return True
+
+    def get_state(self, name: str) -> bytes | None:
+        return None if name in SHARED_STATE else self._get_state(name)
+
+    def put_state(self, name: str, value: bytes) -> None:
+        if name not in SHARED_STATE:
+            self.link.send("state", (name, value))
+
+    def commit(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.link.close(flush=self.flush_on_close)
+
+
+class NodeHostQueues:
+    """The host queues of a cluster node (see the module docstring)."""
+
+    def __init__(self, link: ClusterLink, room: Callable[[], int]) -> None:
+        self.link = link
+        self._room = room
+        self.best: dict[str, bytes | None] = {}  # no local ranking to re-score
+        self.held: dict[str, int] = {}
+        self.held_total = 0
+
+    def place(self, host: str) -> None:
+        return None
+
+    def pushed(self, host: str, key: bytes) -> bool:
+        return False
+
+    def pop_ready(self) -> str | None:
+        inbox = self.link.inbox
+        if inbox:
+            return inbox[0].host
+        self.link.want(self._room())
+        return None
+
+    def schedule_wake(self) -> None:
+        return None  # the link wakes the engine when leases arrive
+
+    def cancel_wake(self) -> None:
+        return None

@@ -1,0 +1,132 @@
+"""``ClusterPoliteness``: the per-host rules of one crawl, applied once for all its nodes.
+
+The :class:`~scrapy_focus.frontier.seams.PolitenessState` of a cluster node.
+The rules are those of :mod:`scrapy_focus.frontier.politeness` (the delay from
+``DOWNLOAD_SLOTS``, ``DOWNLOAD_DELAY`` and robots.txt's ``Crawl-delay``; the
+per-host concurrency, capped by the limits other components add; the backoff
+after a 429/503); what differs is where they are enforced: in Redis, by the
+script that leases a host's next request to whichever node asks
+(:mod:`scrapy_focus.cluster.frontier`).  So this object
+
+* tells Redis a host's delay and concurrency when the node first pushes to it,
+  and again whenever they change (a robots.txt parsed since, a limit lifted).
+  A host with a delay gets one request at a time, the next one a delay after the
+  previous one *ended*: a lease and its request on the wire are some
+  milliseconds apart, more on a loaded node, and only this rule keeps two
+  nodes' requests a delay apart whatever those milliseconds are (one machine
+  measures from the start, as Scrapy does; the cluster is slower by the length
+  of a fetch per request, never faster than the delay);
+* tells Redis a dispatched request is done (``finished``): the host's turn and
+  in-flight slot are shared by every node;
+* turns a backoff or a hold into a message, so one node's 429 holds the host
+  for all of them.
+
+Its ``ready_at``/``is_ready`` say "now": a host is never waited for locally,
+Redis does not lease a host before its time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from scrapy_focus.cluster.entries import Release
+from scrapy_focus.frontier.politeness import Politeness
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy_focus.cluster.link import ClusterLink
+    from scrapy_focus.config import PolitenessConfig
+
+
+class ClusterPoliteness:
+    """A node's politeness, decided in Redis (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: PolitenessConfig,
+        link: ClusterLink,
+        taken_key: Callable[[], bytes],
+        crawl_delay: Callable[[str], float | None] = lambda host: None,
+    ) -> None:
+        self.config = config
+        self.link = link
+        self._taken_key = taken_key
+        self.rules = Politeness(config, crawl_delay)  # the same rules as one machine's
+        self.clock = self.rules.clock
+        self._said: dict[str, tuple[float, int]] = {}  # host → (delay, concurrency) told
+        self._held: set[str] = set()  # hosts told to be held
+        self._dispatched: dict[int, tuple[str, bytes]] = {}  # id(request) → (host, lease)
+        self._levels: dict[str, int] = {}
+
+    def add_limit(self, limit: Callable[[str], int | None]) -> None:
+        self.rules.add_limit(limit)
+
+    def new_host(self, host: str) -> None:
+        """The node is about to push *host*'s first entry: its policy goes first."""
+        self._tell_policy(host)
+
+    def _tell_policy(self, host: str) -> None:
+        rules = self.rules
+        delay = rules.delay(host)
+        # One request at a time to a host with a delay, the next one a delay after
+        # it ended: whatever the time between a lease and its request on the wire
+        # (the reactor, the downloader), two nodes' requests are never closer.
+        policy = (delay, 1 if delay > 0 else rules.concurrency(host))
+        if self._said.get(host) != policy:
+            self._said[host] = policy
+            self.link.send("set_policy", (host, *policy))
+        why = rules.held_back(host)
+        if why is not None and host not in self._held:
+            self._held.add(host)
+            self.link.send("hold", (host, why))
+
+    # -- readiness is Redis's
+
+    def ready_at(self, host: str) -> float:
+        return self.clock()
+
+    def is_ready(self, host: str) -> bool:
+        return True
+
+    def held_back(self, host: str) -> str | None:
+        return None  # a held host is never leased: nothing of it reaches this node
+
+    # -- the life of a request
+
+    def dispatched(self, host: str, request_id: int) -> None:
+        self._dispatched[request_id] = (host, self._taken_key())
+        self._tell_policy(host)  # a Crawl-delay parsed since, a limit changed
+
+    def reached_downloader(self, host: str) -> None:
+        return None
+
+    def left_downloader(self, host: str) -> None:
+        return None
+
+    def finished(self, host: str, request_id: int, network: bool = True) -> bool:
+        dispatched = self._dispatched.pop(request_id, None)
+        if dispatched is None:
+            return False
+        self.link.send("release", Release(dispatched[0], dispatched[1], network))
+        return True
+
+    # -- backoff, for every node
+
+    def backoff(self, host: str, retry_after: float | None = None) -> float:
+        level = self._levels[host] = self._levels.get(host, 0) + 1
+        wait = self.config.base_backoff * 2 ** (level - 1) if retry_after is None else retry_after
+        wait = max(0.0, min(wait, self.config.max_backoff))
+        self.link.send("backoff", (host, wait))
+        return wait
+
+    def retry_after(self, host: str, seconds: float | None) -> float:
+        cap = self.config.max_host_delay
+        if seconds is not None and cap and seconds > cap:
+            self.link.send("hold", (host, f"it answered Retry-After: {seconds:g}s"))
+            return math.inf
+        return self.backoff(host, seconds)
+
+    def recovered(self, host: str) -> None:
+        self._levels.pop(host, None)

@@ -1,0 +1,386 @@
+"""The Lua scripts of the cluster frontier (:class:`~.frontier.RedisFrontier`).
+
+Each script is the common prologue :data:`LIB` followed by its body, registered once
+per client (``client.register_script``: EVALSHA, loaded again by redis-py after a
+``NOSCRIPT``, e.g. when Redis restarted).  Every script gets the same calling
+convention, so the frontier builds it in one place:
+
+* ``KEYS``: the crawl's fixed keys, in the order of :data:`FIXED_KEYS`;
+* ``ARGV[1..8]``: the key prefix, this node's name, and the politeness and lease
+  figures (:data:`COMMON_ARGS`); the script's own arguments follow from ``ARGV[9]``.
+
+A host's keys (``q:<host>``, ``host:<host>``, ``inflight:<host>``), a node's lease set
+(``node:<node>``) and the seen set's buckets are named in the script from the prefix:
+which of them a batch touches is only known inside it.  They carry the crawl's hash
+tag, so they live in the slot of the declared keys (Redis Cluster runs such scripts;
+the keys are undeclared, which its documentation discourages but does not refuse).
+
+Time is ``redis.call('TIME')``, the one clock all nodes share, and every time or
+score written is formatted with microseconds (a Lua number given to ``redis.call``
+would be cut to 14 digits).  A host's ``last`` (its last request) is absent until its
+first lease; ``placed`` is its member of ``ready`` while it is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FIXED_KEYS = (
+    "seq", "payloads", "ready", "waiting", "leases", "deadlines", "nodes", "counts",
+    "quarantine", "seen:buckets",
+)  # fmt: skip
+COMMON_ARGS = (
+    "prefix", "node", "in_flight_timeout", "lease_timeout", "lease_deadline",
+    "max_host_delay", "base_backoff", "max_backoff",
+)  # fmt: skip
+
+LIB = r"""
+local P, NODE = ARGV[1], ARGV[2]
+local INFLIGHT_TIMEOUT, LEASE_TIMEOUT = tonumber(ARGV[3]), tonumber(ARGV[4])
+local LEASE_DEADLINE, MAX_HOST_DELAY = tonumber(ARGV[5]), tonumber(ARGV[6])
+local BASE_BACKOFF, MAX_BACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8])
+local A = 8
+local K_SEQ, K_PAYLOADS, K_READY, K_WAITING = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_LEASES, K_DEADLINES, K_NODES, K_COUNTS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_QUARANTINE, K_BUCKETS = KEYS[9], KEYS[10]
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
+local NEVER = -math.huge
+
+local function fmt(x) return string.format('%.6f', x) end
+local function num(v, default) return tonumber(v) or default end
+local function qkey(host) return P .. ':q:' .. host end
+local function hkey(host) return P .. ':host:' .. host end
+local function fkey(host) return P .. ':inflight:' .. host end
+local function nkey(node) return P .. ':node:' .. node end
+
+local function be64(n)
+  local hi, lo = math.floor(n / 4294967296), n % 4294967296
+  return string.char(
+    math.floor(hi / 16777216) % 256, math.floor(hi / 65536) % 256,
+    math.floor(hi / 256) % 256, hi % 256,
+    math.floor(lo / 16777216) % 256, math.floor(lo / 65536) % 256,
+    math.floor(lo / 256) % 256, lo % 256)
+end
+local function new_key(rank) return rank .. be64(redis.call('INCR', K_SEQ)) end
+
+-- a lease record: node, host, dispatch time, the host's last before the lease
+local function split(rec)
+  local p = {}
+  for part in string.gmatch(rec .. '\n', '([^\n]*)\n') do p[#p + 1] = part end
+  return p[1], p[2], p[3], p[4]
+end
+local function drop_lease(key, node)
+  redis.call('HDEL', K_LEASES, key)
+  redis.call('ZREM', K_DEADLINES, key)
+  redis.call('SREM', nkey(node), key)
+end
+-- a lease that did not reach the network gives its turn back, unless a later one took it
+local function give_turn_back(hk, at, before)
+  if redis.call('HGET', hk, 'last') ~= at then return end
+  if before == '' then return redis.call('HDEL', hk, 'last') end
+  redis.call('HSET', hk, 'last', before)
+end
+local function count(host, n)
+  local field = 'queued'
+  if redis.call('HEXISTS', hkey(host), 'held') == 1 then field = 'held' end
+  redis.call('HINCRBY', K_COUNTS, field, n)
+end
+local function ensure(host, delay, concurrency)
+  redis.call('HSETNX', hkey(host), 'delay', delay)
+  redis.call('HSETNX', hkey(host), 'concurrency', concurrency)
+end
+
+local function unplace(host)
+  local placed = redis.call('HGET', hkey(host), 'placed')
+  if placed then
+    redis.call('ZREM', K_READY, placed)
+    redis.call('HDEL', hkey(host), 'placed')
+  else
+    redis.call('ZREM', K_WAITING, host)
+  end
+end
+
+-- the host's best entry key (nil: none), setting aside the members no node wrote
+local function best_of(host)
+  local best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
+  while best and #best ~= 16 do
+    redis.call('ZREM', qkey(host), best)
+    redis.call('HDEL', K_PAYLOADS, best)
+    redis.call('LPUSH', K_QUARANTINE, cjson.encode({host = host, size = #best,
+                                                    reason = 'not an entry key'}))
+    best = redis.call('ZRANGE', qkey(host), 0, 0)[1]
+  end
+  return best
+end
+
+-- when the host may have its next lease, by frontier/politeness.py's rule
+local function ready_at(host, f)
+  local fk = fkey(host)
+  local limit = num(f[2], 1)
+  if redis.call('ZCARD', fk) >= limit then
+    redis.call('ZREMRANGEBYSCORE', fk, '-inf', fmt(NOW - INFLIGHT_TIMEOUT))
+    if redis.call('ZCARD', fk) >= limit then
+      return tonumber(redis.call('ZRANGE', fk, 0, 0, 'WITHSCORES')[2]) + INFLIGHT_TIMEOUT
+    end
+  end
+  return math.max(num(f[3], NEVER) + num(f[1], 0), num(f[4], NEVER))
+end
+
+-- put host in ready (its best entry first) or waiting (by the time it is ready), or
+-- neither (held, or nothing queued); a host is in ready exactly when it has 'placed'
+local function place(host)
+  local hk = hkey(host)
+  local f = redis.call('HMGET', hk, 'delay', 'concurrency', 'last', 'backoff_until', 'held',
+                       'placed')
+  local placed, best = f[6], nil
+  if not f[5] then best = best_of(host) end
+  local at = best and ready_at(host, f)
+  if at and at <= NOW then
+    local member = best .. host
+    if placed == member then return end
+    if placed then redis.call('ZREM', K_READY, placed) else redis.call('ZREM', K_WAITING, host) end
+    redis.call('ZADD', K_READY, 0, member)
+    redis.call('HSET', hk, 'placed', member)
+    return
+  end
+  if placed then
+    redis.call('ZREM', K_READY, placed)
+    redis.call('HDEL', hk, 'placed')
+  end
+  if at then
+    redis.call('ZADD', K_WAITING, fmt(at), host)
+  elseif not placed then
+    redis.call('ZREM', K_WAITING, host)
+  end
+end
+
+local function hold(host, why)
+  if redis.call('HSETNX', hkey(host), 'held', why) == 0 then return end
+  local n = redis.call('ZCARD', qkey(host))
+  redis.call('HINCRBY', K_COUNTS, 'queued', -n)
+  redis.call('HINCRBY', K_COUNTS, 'held', n)
+  unplace(host)
+end
+
+-- a lease back to its host's queue, with its key (its place); the host, or nil
+-- (of *owner*'s when given); an index entry without its lease is dropped
+local function give_back(key, owner)
+  local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+  if owner and node ~= owner then redis.call('SREM', nkey(owner), key) end
+  if node == '' then redis.call('ZREM', K_DEADLINES, key) end
+  if node == '' or (owner and node ~= owner) then return nil end
+  drop_lease(key, node)
+  redis.call('ZREM', fkey(host), key)
+  redis.call('ZADD', qkey(host), 0, key)
+  count(host, 1)
+  return host
+end
+
+local function place_all(hosts) for host in pairs(hosts) do place(host) end end
+"""
+
+# ARGV after the common ones: per item member, bucket source, host, rank, payload,
+# delay, concurrency, force (1: queued even if seen).  Returns 1 (queued) or 0 (seen
+# before) per item.
+PUSH = r"""
+local buckets = tonumber(redis.call('GET', K_BUCKETS) or '')
+if not buckets or buckets < 1 then
+  redis.call('SET', K_BUCKETS, ARGV[A + 1])
+  buckets = tonumber(ARGV[A + 1])
+end
+local out, touched = {}, {}
+for i = A + 2, #ARGV, 8 do
+  local host = ARGV[i + 2]
+  local bucket = P .. ':seen:' .. (tonumber(ARGV[i + 1]) % buckets)
+  if redis.call('SADD', bucket, ARGV[i]) == 1 or ARGV[i + 7] == '1' then
+    ensure(host, ARGV[i + 5], ARGV[i + 6])
+    local key = new_key(ARGV[i + 3])
+    redis.call('ZADD', qkey(host), 0, key)
+    redis.call('HSET', K_PAYLOADS, key, ARGV[i + 4])
+    count(host, 1)
+    if redis.call('ZRANGE', qkey(host), 0, 0)[1] == key then touched[host] = true end
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+place_all(touched)
+return out
+"""
+
+# ARGV: limit.  Returns {wait or nil, queued, {host, key, payload, ...}, members of
+# ready that no node wrote (dropped)}.
+LEASE = r"""
+local limit = tonumber(ARGV[A + 1])
+for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
+                                 'LIMIT', 0, 1000)) do
+  place(host)
+end
+redis.call('ZADD', K_NODES, 'NX', fmt(NOW), NODE)
+local out, now, bad = {}, fmt(NOW), 0
+local function take(first)
+  local key, host = string.sub(first, 1, 16), string.sub(first, 17)
+  if host == '' or redis.call('ZREM', qkey(host), key) == 0 then
+    redis.call('ZREM', K_READY, first)
+    if host ~= '' then unplace(host); place(host) end
+    return false  -- a member no node wrote
+  end
+  local hk = hkey(host)
+  local f = redis.call('HMGET', hk, 'delay', 'last')
+  redis.call('HSET', K_LEASES, key, NODE .. '\n' .. host .. '\n' .. now .. '\n' .. (f[2] or ''))
+  redis.call('ZADD', K_DEADLINES, fmt(NOW + LEASE_DEADLINE), key)
+  redis.call('SADD', nkey(NODE), key)
+  redis.call('ZADD', fkey(host), now, key)
+  if num(f[1], 0) > 0 then redis.call('HSET', hk, 'last', now) end
+  redis.call('HINCRBY', K_COUNTS, 'queued', -1)
+  place(host)
+  redis.call('ZREM', K_READY, first)  -- gone already, unless host:<host> named another
+  out[#out + 1] = host
+  out[#out + 1] = key
+  out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
+  return true
+end
+while #out < 3 * limit do
+  local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
+  if not first then break end
+  if not take(first) then bad = bad + 1 end
+end
+local wait = false
+if redis.call('ZCARD', K_READY) > 0 then
+  wait = '0'
+else
+  local first = redis.call('ZRANGE', K_WAITING, 0, 0, 'WITHSCORES')
+  if first[2] then wait = fmt(math.max(0, tonumber(first[2]) - NOW)) end
+end
+return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out, bad}
+"""
+
+# ARGV: per item key, network (1/0).  Returns how many keys had no lease (reclaimed).
+RELEASE = r"""
+local gone, touched = 0, {}
+for i = A + 1, #ARGV, 2 do
+  local key = ARGV[i]
+  local node, host, at, before = split(redis.call('HGET', K_LEASES, key) or '')
+  if node ~= NODE then
+    gone = gone + 1
+  else
+    local hk = hkey(host)
+    local was = redis.call('ZREM', fkey(host), key)
+    if ARGV[i + 1] == '1' then
+      if NOW > num(redis.call('HGET', hk, 'last'), NEVER) then
+        redis.call('HSET', hk, 'last', fmt(NOW))
+      end
+    elseif was == 1 then
+      give_turn_back(hk, at, before)
+    end
+    touched[host] = true
+  end
+end
+place_all(touched)
+return gone
+"""
+
+# ARGV: keys.  Returns how many had no lease (reclaimed or acknowledged before).
+ACK = r"""
+local gone, touched = 0, {}
+for i = A + 1, #ARGV do
+  local key = ARGV[i]
+  local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+  if node ~= NODE then
+    gone = gone + 1
+  else
+    drop_lease(key, node)
+    redis.call('HDEL', K_PAYLOADS, key)
+    if redis.call('ZREM', fkey(host), key) == 1 then touched[host] = true end
+  end
+end
+place_all(touched)
+return gone
+"""
+
+# ARGV: key, reason record.  Acknowledges the key and keeps the record.  Returns 1 if
+# the key was leased.
+QUARANTINE = r"""
+local key = ARGV[A + 1]
+redis.call('LPUSH', K_QUARANTINE, ARGV[A + 2])
+redis.call('LTRIM', K_QUARANTINE, 0, tonumber(ARGV[A + 3]) - 1)
+local node, host = split(redis.call('HGET', K_LEASES, key) or '')
+if node ~= NODE then return 0 end
+drop_lease(key, node)
+redis.call('HDEL', K_PAYLOADS, key)
+redis.call('ZREM', fkey(host), key)
+place(host)
+return 1
+"""
+
+# ARGV: key, new rank.  Returns the new key, or nil when the lease was gone.
+REQUEUE = r"""
+local key = ARGV[A + 1]
+local node, host, at, before = split(redis.call('HGET', K_LEASES, key) or '')
+if node ~= NODE then return false end
+drop_lease(key, node)
+local hk = hkey(host)
+if redis.call('ZREM', fkey(host), key) == 1 then give_turn_back(hk, at, before) end
+local new = new_key(ARGV[A + 2])
+redis.call('HSET', K_PAYLOADS, new, redis.call('HGET', K_PAYLOADS, key) or '')
+redis.call('HDEL', K_PAYLOADS, key)
+redis.call('ZADD', qkey(host), 0, new)
+count(host, 1)
+place(host)
+return new
+"""
+
+# ARGV: beat (1/0), bound.  Returns how many leases went back.
+RECLAIM = r"""
+if ARGV[A + 1] == '1' then redis.call('ZADD', K_NODES, fmt(NOW), NODE) end
+local bound, n, touched = tonumber(ARGV[A + 2]), 0, {}
+local dead = redis.call('ZRANGEBYSCORE', K_NODES, '-inf', '(' .. fmt(NOW - LEASE_TIMEOUT),
+                        'LIMIT', 0, 16)
+for _, node in ipairs(dead) do
+  if n >= bound then break end
+  for _, key in ipairs(redis.call('SRANDMEMBER', nkey(node), bound - n)) do
+    local host = give_back(key, node)
+    if host then touched[host] = true; n = n + 1 end
+  end
+  if redis.call('SCARD', nkey(node)) == 0 then redis.call('ZREM', K_NODES, node) end
+end
+if n < bound then
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', fmt(NOW),
+                                  'LIMIT', 0, bound - n)) do
+    local host = give_back(key)
+    if host then touched[host] = true; n = n + 1 end
+  end
+end
+place_all(touched)
+return n
+"""
+
+# ARGV: keys.  Returns how many were this node's leases (given back).
+UNLEASE = r"""
+local n, touched = 0, {}
+for i = A + 1, #ARGV do
+  local node, host, at, before = split(redis.call('HGET', K_LEASES, ARGV[i]) or '')
+  if node == NODE then
+    if redis.call('ZSCORE', fkey(host), ARGV[i]) then give_turn_back(hkey(host), at, before) end
+    give_back(ARGV[i], NODE)
+    touched[host] = true
+    n = n + 1
+  end
+end
+place_all(touched)
+return n
+"""
+
+
+def register(client: Any) -> dict[str, Any]:
+    """Every script of the frontier registered on *client* (EVALSHA, reloaded after a
+    NOSCRIPT), by name."""
+    from scrapy_focus.cluster import host_scripts
+
+    mine = ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")
+    theirs = ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")
+    return {
+        **{name: client.register_script(LIB + globals()[name]) for name in mine},
+        **{name: client.register_script(LIB + getattr(host_scripts, name)) for name in theirs},
+    }

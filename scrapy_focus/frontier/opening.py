@@ -1,0 +1,40 @@
+"""Which frontier a crawl opens: its store and its host queues.
+
+One machine: the LMDB store (in ``<JOBDIR>/focus-frontier`` with a JOBDIR, a
+temporary directory otherwise) and the host queues that rank its hosts in this
+process.  Cluster mode (``FocusRuntime.of(crawler).cluster``): the node's view
+of the frontier shared in Redis, whose host queues are decided there for every
+node (:mod:`scrapy_focus.cluster.node`); its link to Redis starts here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy_focus.frontier.hosts import HostQueues, engine_waker
+from scrapy_focus.frontier.store_local import LmdbFrontierStore
+from scrapy_focus.runtime import FocusRuntime
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+
+    from scrapy_focus.config import FrontierConfig
+    from scrapy_focus.faults import StorageError
+    from scrapy_focus.frontier.seams import FrontierStore
+
+
+def open_frontier(
+    crawler: Crawler, config: FrontierConfig, on_error: Callable[[StorageError], None]
+) -> tuple[FrontierStore, Any]:
+    """The crawl's store and host queues (see the module docstring)."""
+    runtime = FocusRuntime.of(crawler)
+    cluster = runtime.cluster
+    if cluster is not None:
+        cluster.start(engine_waker(crawler))
+        return cluster.store, cluster.hosts
+    directory = Path(config.jobdir, "focus-frontier") if config.jobdir else None
+    store = LmdbFrontierStore(directory, on_error=on_error)
+    return store, HostQueues(store, runtime.politeness, crawler.stats, engine_waker(crawler))
