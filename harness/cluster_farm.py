@@ -32,6 +32,7 @@ and logged, but the page accounting counts only ``/p/`` paths.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import Counter, defaultdict
@@ -154,7 +155,9 @@ class ClusterFarm:
         anchors = "".join(
             f'<li><a href="{href}">page {href}</a></li>' for href in self.links_of(host, page)
         )
-        words = " ".join(f"word{(host * 7 + page * 13 + k) % 97}" for k in range(60))
+        # Words of its own, so that no two pages read the same.
+        rng = random.Random(host * 100_003 + page)
+        words = " ".join(f"w{rng.randrange(1_000_000)}" for _ in range(60))
         return (
             f"<html><head><title>host {host} page {page}</title></head><body>"
             f"<h1>Host {host}, page {page}</h1><p>{words}.</p><ul>{anchors}</ul>"

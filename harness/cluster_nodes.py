@@ -95,6 +95,9 @@ def focus_settings(
         "FOCUS_CLUSTER_NAME": crawl,
         # The farm links only to itself, across hosts the seed does not name.
         "FOCUS_SEED_SCOPE": "any",
+        # Its synthetic pages read alike to the trap detector (a few lines of made-up
+        # words and links): every page is to be fetched, as scrapy-redis fetches it.
+        "FOCUS_TRAP_PAGES": 0,
         "FOCUS_EXTRACT_WORKERS": 0,
     }
 
