@@ -305,7 +305,8 @@ def crawl(
     idle_close: int = 3,
 ) -> CrawlFigures | Pending:
     """One crawl of a fresh farm by *nodes* nodes of *kind*; *kill*: (node, pages):
-    SIGKILL that node once the farm has answered it that many pages; *links*: the farm's fan-out
+    SIGKILL that node (None: the first node) once the farm has answered it that
+    many pages; *links*: the farm's fan-out
     (the wider, the more requests are queued at once); *idle_close*: scrapy-redis's
     ``MAX_IDLE_TIME_BEFORE_CLOSE`` (counted from the spider's import: a node idle
     when the shared queue is empty for a moment closes once that long has passed)."""
@@ -325,8 +326,7 @@ def crawl(
         killing = None
         if kill is not None:
             index, pages_first = kill
-            name = f"node-{index}"
-            killing = Kill(index, lambda _, elapsed: farm.by_agent()[name] >= pages_first)
+            killing = Kill(index, lambda i, _: farm.by_agent()[f"node-{i}"] >= pages_first)
         commands_before = _commands(client)
         run = cluster.run(kill=killing)
         commands = _commands(client) - commands_before
