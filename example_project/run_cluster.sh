@@ -6,8 +6,8 @@
 #   bash example_project/run_cluster.sh                    # 3 nodes, until nothing is left
 #   NODES=2 MAX_PAGES=30 bash example_project/run_cluster.sh
 #
-# Environment: NODES (default 3), MAX_PAGES (FOCUS_MAX_PAGES, a budget of the whole
-# cluster), TOPIC, DOCS_DIR (the folder to serve), WORK (default: example_project/cluster).
+# Environment: NODES (default 3), MAX_PAGES (--max-pages, given to every node),
+# TOPIC, DOCS_DIR (the folder to serve), WORK (default: example_project/cluster).
 # Each node has its own folder WORK/node-N: its log, its pages.jsonl and its corpus
 # (bodies never go through Redis); Redis keeps its data (AOF) in WORK/redis.  The last
 # line counts the pages of all nodes and how many distinct URLs they are.
