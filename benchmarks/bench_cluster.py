@@ -1,0 +1,320 @@
+"""Cluster benchmark: scrapy-focus's cluster mode side by side with scrapy-redis, on one Redis.
+
+One run, one real ``redis-server`` (harness/redis_server.py, AOF off: the figures
+are of the cluster code, not of fsync), both sides measured in turn
+(benchmarks/cluster_measures.py has each measurement):
+
+1. **queue**: push N requests, then take them all, as each scheduler calls its
+   store (scrapy-redis's PriorityQueue, one call per request; our RedisFrontier's
+   push, lease + ack, a batch a call);
+   Redis bytes per pending request;
+2. **seen set**: Redis bytes per seen URL (``MEMORY USAGE`` of the set's keys);
+3. **many hosts**: pages/s of 1, 2 and 4 nodes on a farm of many hosts with no
+   ``DOWNLOAD_DELAY`` (politeness out of the way), with each node's CPU: where
+   the rate stops growing on this machine, and why;
+4. **few hosts**: the same on 2 hosts whose first page links to all the others
+   (the queue is full at once), ``DOWNLOAD_DELAY`` 0.5 s: politeness binds, at
+   hosts / delay pages/s; gaps below the delay and requests in flight per host
+   are counted on the server, across all nodes;
+5. **SIGKILL**: 3 nodes on 8 hosts x 31 pages, the first node to have fetched
+   10 pages SIGKILLed, several runs: pages lost (never fetched), fetched twice, the time
+   until the killed node's leases were fetched by others;
+6. **harvest** (ours only, benchmarks/cluster_harvest.py): the frontier
+   benchmark's topics on 2 nodes against one node.
+
+Redis round trips per page are each node's own count (harness/redis_trips.py);
+commands per page the server's ``INFO commandstats``.  A figure of ours that
+waits for a piece of cluster mode says "pending" and why; the lead reruns this
+after merging.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_cluster.py                 # the full run
+    .venv/bin/python benchmarks/bench_cluster.py --scale 0.25    # a quick one
+        [--sides scrapy-redis,focus] [--parts queue,seen,many,few,kill,harvest]
+        [--runs 4] [--out FILE.md] [--docs] [--workdir DIR]
+
+``--docs`` replaces the "## Cluster (bench_cluster.py)" section of
+docs/benchmarks.md with the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import repo_root  # (this checkout's harness and scrapy_focus first)
+from cluster_measures import (
+    BATCH,
+    CrawlFigures,
+    Pending,
+    crawl,
+    queue_focus,
+    queue_scrapy_redis,
+    seen_focus,
+    seen_scrapy_redis,
+)
+
+from harness.machine import machine
+from harness.provenance import git_commit
+from harness.redis_server import REDIS_SERVER, RedisServer
+
+DOCS = repo_root.REPO / "docs" / "benchmarks.md"
+HEADING = "## Cluster (bench_cluster.py)"
+SIDES = ("scrapy-redis", "focus")
+
+
+def ratio(ours: object, theirs: object) -> str:
+    if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) and theirs:
+        return f"{ours / theirs:.2f}x"
+    return "-"
+
+
+def cell(value: object, digits: int = 1) -> str:
+    if isinstance(value, Pending):
+        return str(value)
+    if value == float("inf"):
+        return "never"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return "-" if value is None else str(value)
+
+
+def queue_part(url: str, count: int, sides: list[str]) -> list[str]:
+    figures = {
+        "scrapy-redis": queue_scrapy_redis(url, count) if "scrapy-redis" in sides else None,
+        "focus": queue_focus(url, count) if "focus" in sides else None,
+    }
+    lines = [
+        f"**Queue** ({count:,} requests over 100 hosts; scrapy-redis one call per request, "
+        f"ours {BATCH} a call, as each scheduler calls its store)",
+        "",
+        "| | push/s | take/s | Redis bytes per pending |",
+        "|---|---|---|---|",
+    ]
+    for side, label in (("scrapy-redis", "scrapy-redis PriorityQueue (pop)"),
+                        ("focus", "scrapy-focus RedisFrontier (lease + ack)")):  # fmt: skip
+        got = figures[side]
+        if isinstance(got, Pending) or got is None:
+            lines.append(f"| {label} | {cell(got)} | | |")
+        else:
+            lines.append(
+                f"| {label} | {got.push_per_s:,.0f} | {got.take_per_s:,.0f} "
+                f"| {got.bytes_per_pending:,.0f} |"
+            )
+    ours, theirs = figures["focus"], figures["scrapy-redis"]
+    if not isinstance(ours, Pending) and ours is not None and theirs is not None:
+        lines.append(
+            f"| ours / theirs | {ratio(ours.push_per_s, theirs.push_per_s)} "
+            f"| {ratio(ours.take_per_s, theirs.take_per_s)} "
+            f"| {ratio(ours.bytes_per_pending, theirs.bytes_per_pending)} |"
+        )
+    return [*lines, ""]
+
+
+def seen_part(url: str, count: int, sides: list[str]) -> list[str]:
+    theirs = seen_scrapy_redis(url, count) if "scrapy-redis" in sides else None
+    ours = seen_focus(url, count) if "focus" in sides else None
+    return [
+        f"**Seen set** ({count:,} URLs): Redis bytes per seen URL: scrapy-redis "
+        f"{cell(theirs)}, scrapy-focus {cell(ours)} ({ratio(ours, theirs)} of scrapy-redis's; "
+        "goal 0.25x or less).",
+        "",
+    ]
+
+
+CRAWL_HEADER = [
+    "| side | nodes | pages | fetches | pages/s | x 1 node | per host/s | CPU s per node "
+    "| CPU ms/page | cores used | gaps < delay | min gap s | peak per host/s | max in flight "
+    "| round trips/page | commands/page | wall s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def crawl_row(got: CrawlFigures, one: CrawlFigures | None) -> str:
+    cpu = " ".join(f"{c:.1f}" for c in got.cpu_per_node)
+    return (
+        f"| {got.kind} | {got.nodes} | {got.pages} | {got.fetches} | {got.pages_per_s:.1f} "
+        f"| {ratio(got.pages_per_s, one.pages_per_s if one else None)} | {got.host_rate:.2f} "
+        f"| {cpu} | {1000 * sum(got.cpu_per_node) / got.pages:.1f} | {got.cpu_share:.2f} "
+        f"| {got.gaps_below} of {got.gaps} | {got.min_gap:.4f} "
+        f"| {got.peak_host_rate:.1f} | {got.max_in_flight} | {cell(got.round_trips_per_page, 2)} "
+        f"| {got.commands_per_page:.2f} | {got.wall_s:.1f} |"
+    )
+
+
+def scaling_part(
+    args: argparse.Namespace,
+    url: str,
+    title: str,
+    farm: tuple[int, int, int],
+    delay: float,
+) -> list[str]:
+    hosts, pages, links = farm
+    bound = f"bound {hosts / delay:.1f} pages/s" if delay else "no delay"
+    lines = [f"**{title}** ({hosts} hosts x {pages} pages, {links} links a page to its own "
+             f"host, DOWNLOAD_DELAY {delay} s: {bound})", "", *CRAWL_HEADER]  # fmt: skip
+    for side in args.sides:
+        one = None
+        for nodes in (1, 2, 4):
+            folder = args.workdir / f"{title.split()[0].lower()}-{side}-{nodes}"
+            got = crawl(side, folder, url, nodes, hosts, pages, delay, links=links)
+            if isinstance(got, Pending):
+                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 14)
+                continue
+            one = one or got
+            lines.append(crawl_row(got, one))
+            print(lines[-1], flush=True)
+    return [*lines, ""]
+
+
+def leases_back(got: CrawlFigures) -> str:
+    """The seconds until the killed node's work was fetched by others; "never" when
+    requests it had taken were dropped (scrapy-redis pops: it has no leases)."""
+    if got.lost_seen and got.lease_return_s is None:
+        return "never"
+    return cell(got.lease_return_s, 2)
+
+
+def kill_part(args: argparse.Namespace, url: str) -> list[str]:
+    lines = [
+        f"**SIGKILL** (3 nodes, 8 hosts x 31 pages, DOWNLOAD_DELAY 0.25 s, the first node to "
+        f"have fetched 10 pages SIGKILLed, the others closing after 15 s idle; {args.runs} runs)",
+        "",
+        "| side | run | pages lost | taken, seen, never fetched | still queued | fetched twice "
+        "| leases back after s | gaps < delay | min gap s | max in flight | killed at s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for side in args.sides:
+        for run in range(args.runs):
+            folder = args.workdir / f"kill-{side}-{run}"
+            # Survivors stay 15 s idle, not 3: scrapy-redis's early close is not its SIGKILL loss.
+            got = crawl(side, folder, url, 3, 8, 31, 0.25, kill=(None, 10), idle_close=15)
+            if isinstance(got, Pending):
+                lines.append(f"| {side} | {run + 1} | {got} |" + " |" * 8)
+                break
+            lines.append(
+                f"| {side} | {run + 1} | {got.lost} of {8 * 31} | {got.lost_seen} "
+                f"| {got.queued_left} "
+                f"| {got.fetched_twice} "
+                f"| {leases_back(got)} | {got.gaps_below} of {got.gaps} "
+                f"| {got.min_gap:.4f} | {got.max_in_flight} | {cell(got.killed_at)} |"
+            )
+            print(lines[-1], flush=True)
+    return [*lines, ""]
+
+
+def harvest_part(args: argparse.Namespace, url: str) -> list[str]:
+    from cluster_harvest import harvest_on_nodes
+
+    budget = max(30, round(200 * args.scale))
+    got = harvest_on_nodes(args.workdir / "harvest", url, budget)
+    lines = [f"**Harvest** (topics of benchmarks/harvest_suite.py, {budget} pages, scrapy-focus "
+             "only: 2 nodes on one Redis against one node alone; goal within 5%)", ""]  # fmt: skip
+    if isinstance(got, Pending):
+        return [*lines, str(got), ""]
+    lines += ["| topic | one node | two nodes | ratio | pages both fetched |"]
+    lines += ["|---|---|---|---|---|"]
+    for topic in got:
+        lines.append(
+            f"| {topic.topic} | {topic.one_node:.1%} | {topic.two_nodes:.1%} "
+            f"| {topic.ratio:.2f}x | {topic.fetched_twice} |"
+        )
+    return [*lines, ""]
+
+
+def versions() -> list[str]:
+    from importlib.metadata import version
+
+    server = subprocess.run([REDIS_SERVER, "--version"], capture_output=True, text=True).stdout
+    return [server.split(" sha=")[0], f"redis-py {version('redis')}",
+            f"scrapy-redis {version('scrapy-redis')}"]  # fmt: skip
+
+
+def report(
+    args: argparse.Namespace, body: list[str], seconds: float, load: tuple[float, ...]
+) -> str:
+    command = "`.venv/bin/python benchmarks/bench_cluster.py " + " ".join(sys.argv[1:]) + "`"
+    return "\n".join(
+        [
+            HEADING,
+            "",
+            (__doc__ or "").split("Usage::")[0].split("\n\n", 1)[1].strip().replace("``", "`"),
+            "",
+            "### The run recorded here",
+            "",
+            f"Commit {git_commit()}. {machine(load, versions())}. "
+            f"Command from the repository root: {command} ({seconds / 60:.0f} minutes).",
+            "",
+            *body,
+        ]
+    )
+
+
+def write_docs(text: str) -> None:
+    docs = DOCS.read_text()
+    start = docs.find(HEADING)
+    if start < 0:
+        DOCS.write_text(docs.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+        return
+    end = docs.find("\n## ", start + len(HEADING))
+    rest = docs[end:] if end >= 0 else ""
+    DOCS.write_text(docs[:start] + text.rstrip("\n") + "\n" + rest)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="of sizes and farms")
+    parser.add_argument("--sides", default=",".join(SIDES))
+    parser.add_argument("--parts", default="queue,seen,many,few,kill,harvest")
+    parser.add_argument("--runs", type=int, default=4, help="SIGKILL runs per side")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--docs", action="store_true", help="write docs/benchmarks.md")
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args(argv)
+    args.sides = args.sides.split(",")
+    args.parts = args.parts.split(",")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    temporary = args.workdir is None
+    args.workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    started, load = time.monotonic(), os.getloadavg()
+    body: list[str] = []
+    with RedisServer(args.workdir / "redis", aof=False) as server:
+        many_hosts = max(4, round(64 * args.scale))
+        few_pages = max(16, round(64 * args.scale))
+        parts = {
+            "queue": lambda: queue_part(server.url, round(20_000 * args.scale), args.sides),
+            "seen": lambda: seen_part(server.url, round(100_000 * args.scale), args.sides),
+            # No delay: politeness out of the way, the nodes' CPU is what is left.
+            "many": lambda: scaling_part(args, server.url, "Many hosts", (many_hosts, 31, 4), 0),
+            # Page 0 links to every page of its host: the queue is full from the start.
+            "few": lambda: scaling_part(args, server.url, "Few hosts", (2, few_pages, 99), 0.5),
+            "kill": lambda: kill_part(args, server.url),
+            "harvest": lambda: harvest_part(args, server.url),
+        }
+        for name in args.parts:
+            body += parts[name]()
+            print("\n".join(body[-4:]), flush=True)
+    text = report(args, body, time.monotonic() - started, load)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    if args.docs:
+        write_docs(text)
+    if temporary:
+        shutil.rmtree(args.workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

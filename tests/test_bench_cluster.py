@@ -1,0 +1,49 @@
+"""The cluster benchmark's own parts: its figures from a real crawl, its report's place."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import bench_cluster  # noqa: E402
+from cluster_measures import CrawlFigures, crawl, queue_scrapy_redis  # noqa: E402
+
+
+def test_a_scrapy_redis_crawl_gives_the_servers_figures_and_the_nodes_round_trips(
+    redis_server, tmp_path
+):
+    got = crawl("scrapy-redis", tmp_path, redis_server.url, 2, hosts=2, pages=7, delay=0.0)
+    assert isinstance(got, CrawlFigures)
+    assert got.returncodes == [0, 0]
+    assert (got.pages, got.lost) == (14, 0)
+    assert got.fetches == 15  # the seed: a start URL is dont_filter, and linked again
+    assert len(got.cpu_per_node) == 2 and all(cpu > 0.3 for cpu in got.cpu_per_node)
+    # Each page is a pop, and each new link a SADD then a ZADD: more than one trip a page.
+    assert got.round_trips_per_page is not None and got.round_trips_per_page > 2
+    assert got.commands_per_page > got.round_trips_per_page  # a pop is MULTI..EXEC
+    assert got.lease_return_s is None  # no node was killed
+
+
+def test_scrapy_redis_queue_gives_every_request_back_and_pickles_cost_bytes(redis_server):
+    got = queue_scrapy_redis(redis_server.url, 300)
+    assert got.requests == 300 and got.push_per_s > 0 and got.take_per_s > 0
+    assert got.bytes_per_pending > 150  # a pickled Request.to_dict() each
+
+
+def test_the_report_replaces_its_own_section_of_the_benchmarks_page(tmp_path, monkeypatch):
+    page = tmp_path / "benchmarks.md"
+    monkeypatch.setattr(bench_cluster, "DOCS", page)
+    other, after = "## Other (x.py)\n\nkept\n", "## After (y.py)\n\nkept\n"
+    old, new = (f"{bench_cluster.HEADING}\n\n{text}\n" for text in ("old", "new"))
+    page.write_text(f"# B\n\n{other}\n{old}")
+    bench_cluster.write_docs(new)
+    assert page.read_text() == f"# B\n\n{other}\n{new}"
+    page.write_text(f"# B\n\n{old}\n{after}")
+    bench_cluster.write_docs(new)
+    assert page.read_text() == f"# B\n\n{new}\n{after}"
+    page.write_text(f"# B\n\n{other}")
+    bench_cluster.write_docs(new)  # no section yet: added at the end
+    assert page.read_text() == f"# B\n\n{other}\n{new}"
