@@ -61,20 +61,29 @@ def test_counters_are_the_clusters_totals_and_stop_every_node(redis_server) -> N
     clock = Clock()
     one = RedisCounters(client_of(redis_server), KEYS, clock=clock)
     two = RedisCounters(client_of(redis_server), KEYS, clock=clock)
-    assert [one.add_fetched(), two.add_fetched(), one.add_fetched()] == [1, 2, 3]
-    two.add_relevant()
-    assert (two.fetched, one.relevant) == (3, 1)
-    one.add_fetched()
-    assert two.fetched == 3  # cached: read within the TTL, no round trip
+    assert [one.add_fetched(), two.add_fetched()] == [1, 2]  # a first count goes at once
+    assert one.add_fetched() == 2  # counted here, sent with the next exchange
+    assert two.fetched == 2  # cached: read within the TTL, no round trip
     clock.now += 1
-    assert two.fetched == 4
-    config = FocusConfig.from_settings(Settings({"FOCUS_MAX_PAGES": 5})).frontier
+    assert one.add_fetched() == 4  # the TTL passed: both of its counts went
+    two.add_relevant()
+    assert (two.fetched, one.relevant) == (4, 0)  # one read its totals just now
+    clock.now += 1
+    assert (two.fetched, one.relevant) == (4, 1)
+    for _ in range(one.batch):  # a full batch goes without waiting for the TTL
+        one.add_fetched()
+    clock.now += 0.1
+    two._read_at = -float("inf")  # two reads again now
+    assert two.fetched == 4 + one.batch
+    config = FocusConfig.from_settings(Settings({"FOCUS_MAX_PAGES": 5 + one.batch})).frontier
     stop_one, stop_two = StopConditions(config, one), StopConditions(config, two)
     assert stop_two.page_counted() is None
     one.add_fetched()
     clock.now += 1
+    assert stop_one.page_counted() == "focus_max_pages"  # its own view, sent as it reads
     assert stop_two.page_counted() == "focus_max_pages"  # the other node's page
     assert not stop_one.budget_left(0)
+    assert one.to_bytes() == f"{5 + one.batch},1".encode()
 
 
 def test_the_deadline_counts_from_the_first_nodes_start(redis_server) -> None:
@@ -101,10 +110,11 @@ def test_counters_survive_a_redis_restart_and_count_while_it_is_away(redis_serve
     counters.add_fetched()
     counters.add_fetched()
     redis_server.stop()
-    assert counters.add_fetched() == 3  # counted here meanwhile
-    redis_server.start()
-    assert counters.add_fetched() == 4
     clock.now += 1
+    assert counters.add_fetched() == 3  # Redis is away: counted here meanwhile
+    redis_server.start()
+    clock.now += 1
+    assert counters.add_fetched() == 4  # every count that waited went
     fresh = RedisCounters(client_of(redis_server), KEYS, clock=clock)
     assert fresh.fetched == 4
     redis_server.restart(kill=True)  # AOF: what was written is kept

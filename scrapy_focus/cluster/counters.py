@@ -3,13 +3,14 @@
 
 The contract (the protocol's, for the whole cluster):
 
-* ``add_fetched()``/``add_relevant()`` are one ``HINCRBY`` on ``<prefix>:counters``
-  each (one round trip) and return the cluster's new total, so
-  ``FOCUS_MAX_PAGES`` and ``FOCUS_MAX_RELEVANT_PAGES`` are budgets of the crawl,
-  not of a node;
+* ``add_fetched()``/``add_relevant()`` return the cluster's new total as this
+  node knows it, so ``FOCUS_MAX_PAGES`` and ``FOCUS_MAX_RELEVANT_PAGES`` are
+  budgets of the crawl, not of a node; the counts go to ``<prefix>:counters`` in
+  one ``HINCRBY`` per ``batch`` pages or ``ttl`` seconds, so a budget may be
+  passed by what the other nodes counted and not yet sent (a few pages a node);
 * ``fetched``/``relevant`` read the cluster's totals, cached for ``ttl`` seconds
-  (one ``HMGET`` when the cache is older; an ``add_*`` sets its own total), so a
-  check per request is not a round trip per request;
+  (one pipelined round trip, this node's waiting counts and an ``HMGET``, when
+  the cache is older), so a check per request is not a round trip per request;
 * ``elapsed()`` is the seconds since the cluster crawl started: the first node
   to ask (the stop conditions do, at a node's first request when
   ``FOCUS_DEADLINE`` is set) writes the start (``HSETNX`` of the Redis server's
@@ -54,6 +55,7 @@ class RedisCounters:
         keys: KeySource,
         ttl: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
+        batch: int = 8,
     ) -> None:
         self.client = client
         self.keys = keys
@@ -64,6 +66,7 @@ class RedisCounters:
         self._unsent = [0, 0]  # counted while Redis was away, not yet in it
         self.outage = Outage("the crawl's counters")
         self._read_at = -float("inf")
+        self.batch = batch
         # (the crawl's start minus Redis's time then, this node's clock then)
         self._start: tuple[float, float] | None = None
 
@@ -73,17 +76,30 @@ class RedisCounters:
 
     def _fresh(self) -> list[int]:
         if self.clock() - self._read_at >= self.ttl:
-            try:
-                raw = self.client.hmget(self._key, *FIELDS)
-            except REDIS_DOWN as error:
-                self.outage.failed(error)
-                return self._totals
-            self.outage.answered()
-            read = [self._integer(field, value) for field, value in zip(FIELDS, raw, strict=True)]
-            unsent = self._unsent
-            self._totals = [total + waiting for total, waiting in zip(read, unsent, strict=True)]
-            self._read_at = self.clock()
+            self._exchange()
         return self._totals
+
+    def _exchange(self) -> None:
+        """Send this node's waiting counts and read the cluster's totals: one
+        pipelined round trip.  While Redis is away the counts keep waiting (nothing
+        counted is lost) and the totals are this node's last view plus its own."""
+        pipe = self.client.pipeline(transaction=False)
+        for field, waiting in zip(FIELDS, self._unsent, strict=True):
+            if waiting:
+                pipe.hincrby(self._key, field, waiting)
+        pipe.hmget(self._key, *FIELDS)
+        try:
+            raw = pipe.execute()[-1]
+        except REDIS_DOWN as error:
+            self.outage.failed(error)
+            self._read_at = self.clock()  # tried: again after the TTL, not at every read
+            return
+        self.outage.answered()
+        self._unsent = [0, 0]
+        self._totals = [
+            self._integer(field, value) for field, value in zip(FIELDS, raw, strict=True)
+        ]
+        self._read_at = self.clock()
 
     def _integer(self, field: bytes, raw: bytes | None) -> int:
         if raw is None:
@@ -103,19 +119,15 @@ class RedisCounters:
         return self._fresh()[1]
 
     def _add(self, index: int) -> int:
-        """One ``HINCRBY``; while Redis is away the count waits here and goes with
-        the next one that reaches it (nothing counted is lost)."""
+        """Count one here; the counts go to Redis with the next exchange: once
+        ``batch`` of them wait or ``ttl`` seconds passed since the last one (so a
+        page costs a fraction of a round trip, and another node's pages show within
+        ``ttl``)."""
         self._unsent[index] += 1
-        try:
-            total = int(self.client.hincrby(self._key, FIELDS[index], self._unsent[index]))
-        except REDIS_DOWN as error:
-            self.outage.failed(error)
-            self._totals[index] += 1
-            return self._totals[index]
-        self.outage.answered()
-        self._unsent[index] = 0
-        self._totals[index] = total
-        return total
+        self._totals[index] += 1
+        if self._unsent[index] >= self.batch or self.clock() - self._read_at >= self.ttl:
+            self._exchange()
+        return self._totals[index]
 
     def add_fetched(self) -> int:
         return self._add(0)
@@ -148,7 +160,10 @@ class RedisCounters:
             return default
 
     def to_bytes(self) -> bytes:
-        fetched, relevant = self._fresh()
+        """The totals, with this node's waiting counts sent first (the frontier
+        saves them at close)."""
+        self._exchange()
+        fetched, relevant = self._totals
         return f"{fetched},{relevant}".encode()
 
     def restore(self, raw: bytes) -> None:

@@ -40,6 +40,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import NoScriptError
+
 from scrapy_focus.cluster import scripts, seen
 from scrapy_focus.cluster.entries import (
     Call,
@@ -111,14 +113,20 @@ class RedisFrontier(Quarantine):
         """Several calls in ONE round trip (a pipeline, not a transaction: each
         script is atomic on its own): each call's parsed result, in order, or the
         exception its script raised (the others still ran)."""
+        # EVALSHA by hand: redis-py's pipeline of Script objects asks SCRIPT EXISTS
+        # before every execute, a second round trip for each.
         pipe = self.client.pipeline(transaction=False)
+        keys = self._keys
         for call in calls:
-            self._scripts[call.name](keys=self._keys, args=[*self._common, *call.args], client=pipe)
+            sha = self._scripts[call.name].sha
+            pipe.evalsha(sha, len(keys), *keys, *self._common, *call.args)
         results = pipe.execute(raise_on_error=False)
-        return [
-            raw if isinstance(raw, Exception) else call.parse(raw)
-            for call, raw in zip(calls, results, strict=True)
-        ]
+        out = []
+        for call, raw in zip(calls, results, strict=True):
+            if isinstance(raw, NoScriptError):  # a restarted Redis: loaded, run alone
+                raw = self._run(call.name, *call.args)
+            out.append(raw if isinstance(raw, Exception) else call.parse(raw))
+        return out
 
     def _one(self, call: Call) -> Any:
         return call.parse(self._run(call.name, *call.args))
