@@ -93,7 +93,8 @@ def fetched_since(farm, since: float) -> Counter[str]:
 def test_two_nodes_share_one_crawl_and_fetch_each_page_once(farm, redis_server, tmp_path):
     since = time.monotonic()
     seeds = [farm.url("/graph/0.html")]
-    settings = node_settings(redis_server, DOWNLOAD_DELAY=0.01)
+    # A delay long enough that the crawl outlasts the second node's start-up.
+    settings = node_settings(redis_server, DOWNLOAD_DELAY=0.05)
     nodes = [Node(tmp_path, f"node{i}", seeds, settings) for i in range(2)]
     codes = [node.wait() for node in nodes]
     assert codes == [0, 0], nodes[0].text[-3000:] + nodes[1].text[-3000:]

@@ -7,7 +7,8 @@ lease is acknowledged only once everything the page led to is safe:
   its page's fingerprint are kept by ``id(request)`` until a signal says it
   is done (``release``).  A page has one lease: a later request for the same
   page (a retry, an escalation) supersedes the earlier one, whose lease is
-  returned to be acknowledged;
+  returned to be acknowledged as soon as the new request is queued
+  (``queued_again``: the new entry holds the page now);
 * a request coming back to the scheduler without a response (retry,
   escalation, breaker hold) is found by its page's fingerprint
   (``came_back``), so its host's slot is freed;
@@ -64,6 +65,15 @@ class Leases:
         self._dispatched[request_id] = Dispatch(host, lease, fingerprint)
         self._in_flight[fingerprint] = request_id
         return superseded
+
+    def queued_again(self, fingerprint: bytes) -> bytes | None:
+        """A request for a page this scheduler holds the lease of was queued anew (a
+        retry, an escalation): that lease, to acknowledge now that the new entry holds
+        the page (in a cluster another node may take it); None while the page's own
+        output has still to reach the frontier."""
+        if fingerprint in self._awaiting:
+            return None
+        return self._leases.pop(fingerprint, None)
 
     def release(self, request_id: int) -> Dispatch | None:
         """The request is done (first report wins); its dispatch, or None."""
