@@ -94,7 +94,6 @@ class ClusterLink:
         self._last_heartbeat = -float("inf")
         self._last_status = -float("inf")
         self.down_since: float | None = None
-        self.wait: float | None = None  # seconds until the cluster's next host is ready
         self.round_trips = 0
         self._held: set[bytes] = set()  # keys leased to this node and not given up yet
         self._suspect_orphans = False
@@ -315,7 +314,6 @@ class ClusterLink:
                 self._held.discard(key)
 
     def _leased(self, batch: LeaseBatch) -> None:
-        self.wait = batch.wait
         if batch.entries:
             self._held.update(entry.key for entry in batch.entries)
             self.inbox.extend(batch.entries)
