@@ -97,13 +97,15 @@ def test_the_series_holds_a_sample_per_interval_and_one_at_close(crawl) -> None:
     last = samples[-1]
     assert last.finish_reason == "focus_max_pages" and last.pages == 60
     assert [s.pages for s in samples] == sorted(s.pages for s in samples)
-    assert 0 < last.relevant <= last.pages and last.engines == {"http": 60}
+    # The engine counts every request it made, robots.txt too; a page is a page.
+    assert last.engines == {"http": 61} == {"http": stats["focus/engine/http/requests"]}
+    assert 0 < last.relevant <= last.pages == stats["focus/pages_fetched"]
     assert last.best_score is not None and 0 <= last.median_score <= last.best_score <= 1
     assert last.queue_age.count > 0 and last.queue_age.p50 <= last.queue_age.p95
     assert last.extract_seconds.count > 0 and last.extract_seconds.p95 > 0
     assert last.duplicates > 0 and last.enqueued > last.pages
     (host,) = last.hosts
-    assert host.requests == 60 and host.delay == pytest.approx(0.03) and host.breaker == "closed"
+    assert host.requests == 61 and host.delay == pytest.approx(0.03) and host.breaker == "closed"
     assert last.quarantined == 1 and last.rejected["quarantined/extraction-error"] == 1
     assert stats["focus/series/samples"] == len(samples)
     assert 0 < stats["focus/series/max_seconds"] < 0.5  # a sample is cheap

@@ -51,7 +51,7 @@ from scrapy_focus.frontier.dupes import Duplicates
 from scrapy_focus.frontier.leases import Leases
 from scrapy_focus.frontier.opening import open_frontier, warn_ignored_queue_settings
 from scrapy_focus.frontier.rescoring import Rescorer
-from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl
+from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl, requests_out
 from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.frontier.watch import SignalWatch
 from scrapy_focus.runtime import FocusRuntime
@@ -279,7 +279,7 @@ class FocusScheduler(BaseScheduler):
         store = self._store()
         if self._closing or not len(store):
             return None
-        if not self.stop_conditions.budget_left(len(self.leases)):
+        if not self.stop_conditions.budget_left(requests_out(self.crawler, len(self.leases))):
             self._check_stop()  # spent already (by other nodes, by a resumed run): stop
             return None  # else enough in flight to reach FOCUS_MAX_PAGES: no overshoot
         while (host := self.hosts.pop_ready()) is not None:

@@ -113,6 +113,17 @@ class StopConditions:
         return "focus_deadline" if elapsed >= self.config.deadline else None
 
 
+def requests_out(crawler: Crawler, dispatched: int) -> int:
+    """Requests of the crawl whose page is not counted yet: the *dispatched* ones
+    still on the wire, or the downloader's whole active set if larger.  A request
+    leaves the wire (and its host's slot) before its response has gone through the
+    downloader middlewares (the ladder's verdict, the corpus), which can take
+    seconds; the page is counted only when the response comes out of them."""
+    engine = crawler.engine
+    downloader = getattr(engine, "downloader", None)
+    return max(dispatched, len(getattr(downloader, "active", ())))
+
+
 def close_crawl(crawler: Crawler, spider: Any, reason: str) -> None:
     """Close the crawl's spider with *reason*, as the engine's own stops do."""
     logger.info("Stopping the crawl: %s", reason)

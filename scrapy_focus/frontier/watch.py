@@ -25,6 +25,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.http.request import NO_CALLBACK
 
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.faults import StorageError
@@ -103,7 +104,9 @@ class SignalWatch:
         self.scheduler.request_finished(request, network=network)
         if network:
             self.stats.inc_value(f"focus/host/{host_of(request.url)}/requests")
-        if not 300 <= response.status < 400:
+        # A component's own request (robots.txt: NO_CALLBACK) is not a page of the
+        # crawl, nor is a redirect (its target comes back as a request of its own).
+        if request.callback is not NO_CALLBACK and not 300 <= response.status < 400:
             self.scheduler.page_fetched()
 
     # -- the spider and the pipelines
