@@ -14,45 +14,18 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$(cd "$here/.." && pwd)/.venv"
-python="$venv/bin/python"
-scrapy="$venv/bin/scrapy"
-docs_dir="${DOCS_DIR:-/usr/share/doc/python3.11/html}"
+# shellcheck source=serve.sh
+source "$here/serve.sh"
 nodes="${NODES:-3}"
 work="${WORK:-$here/cluster}"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"  # the nodes run in the project: an absolute path
 redis_server="$(command -v redis-server || echo /usr/sbin/redis-server)"
 
-for needed in "$scrapy" "$redis_server"; do
-    if [[ ! -x "$needed" ]]; then
-        echo "no $needed: run 'bash .ci/setup' in the repository first" >&2
-        exit 1
-    fi
-done
-if [[ ! -f "$docs_dir/index.html" ]]; then
-    echo "no $docs_dir/index.html: install python3.11-doc ('bash .ci/setup' does)" >&2
+if [[ ! -x "$redis_server" ]]; then
+    echo "no $redis_server: run 'bash .ci/setup' in the repository first" >&2
     exit 1
 fi
-
-free_port() {
-    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_port() {  # PORT WHAT: until something answers on 127.0.0.1:PORT (10 s at most)
-    "$python" - "$1" "$2" <<'PY'
-import socket, sys, time
-
-deadline = time.monotonic() + 10
-while True:
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            sys.exit(f"{sys.argv[2]} on 127.0.0.1:{sys.argv[1]} did not start")
-        time.sleep(0.1)
-PY
-}
 
 mkdir -p "$work/redis"
 pids=()
@@ -63,7 +36,7 @@ redis_port="$(free_port)"
     --appendonly yes --logfile "$work/redis/redis.log" &
 pids+=($!)
 docs_port="$(free_port)"
-"$python" -m http.server "$docs_port" --bind 127.0.0.1 --directory "$docs_dir" >/dev/null 2>&1 &
+serve_docs "$docs_port"
 pids+=($!)
 wait_port "$redis_port" redis-server
 wait_port "$docs_port" "the docs server"

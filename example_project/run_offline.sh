@@ -17,56 +17,14 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="$(cd "$here/.." && pwd)/.venv"
-python="$venv/bin/python"
-scrapy="$venv/bin/scrapy"
-docs_dir="${DOCS_DIR:-/usr/share/doc/python3.11/html}"
+# shellcheck source=serve.sh
+source "$here/serve.sh"
 
-if [[ ! -x "$scrapy" ]]; then
-    echo "no $scrapy: run 'bash .ci/setup' in the repository first" >&2
-    exit 1
-fi
-if [[ ! -f "$docs_dir/index.html" ]]; then
-    echo "no $docs_dir/index.html: install python3.11-doc ('bash .ci/setup' does)" >&2
-    exit 1
-fi
-
-port="${PORT:-$("$python" - <<'PY'
-import socket
-
-def free(port):
-    with socket.socket() as sock:
-        # As http.server does: a port whose last connections are in TIME_WAIT is free.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return None
-        return sock.getsockname()[1]
-
-print(free(8642) or free(0))
-PY
-)}"
-
-"$python" -m http.server "$port" --bind 127.0.0.1 --directory "$docs_dir" \
-    >/dev/null 2>&1 &
+port="${PORT:-$(free_port 8642)}"
+serve_docs "$port"
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
-
-# Wait (up to 10 s) until the server answers.
-"$python" - "$port" <<'PY'
-import socket, sys, time
-
-deadline = time.monotonic() + 10
-while True:
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            sys.exit(f"the docs server on 127.0.0.1:{sys.argv[1]} did not start")
-        time.sleep(0.1)
-PY
+wait_port "$port" "the docs server"
 
 start_url="http://127.0.0.1:$port/"
 echo "serving $docs_dir at $start_url"
