@@ -11,7 +11,12 @@ round by round so that they share the machine's load alike:
   extraction + confidence + contract pipelines, JSONL export), once per worker
   count of ``--workers``;
 * **scrapy-focus without extraction**: the same with ``FOCUS_EXTRACT_ENABLED=False``;
-* optional variants of the full stack (``--variant NAME:SETTING=VALUE,...``).
+* optional variants of the full stack (``--variant NAME:SETTING=VALUE;...``) and of
+  plain Scrapy (``--plain-variant``).
+
+The baselines crawl breadth-first (``DEPTH_PRIORITY=1``, FIFO queues): on the synthetic
+tree, Scrapy's default depth-first order under a page budget fetches mostly leaves,
+which have no links, so it would not do the work per page the frontier does.
 
 Sites, served on 127.0.0.1 by this process: the Python 3.11 docs (Debian's
 ``python3.11-doc``, ``--docs-dir``) and the test farm's synthetic link graph
@@ -353,6 +358,9 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
     workers = [int(w) for w in args.workers.split(",") if w]
     if "plain" in kinds:
         out.append(RunSpec("plain Scrapy", "plain"))
+        for variant in args.plain_variant:
+            name, _, assignments = variant.partition(":")
+            out.append(RunSpec(f"plain Scrapy, {name}", "plain", _parse_assignments(assignments)))
     if "naive" in kinds:
         out.append(RunSpec("plain Scrapy + trafilatura in the callback", "naive"))
     if "focus" in kinds:
@@ -554,6 +562,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         metavar="NAME:SETTING=VALUE;...",
         help="an extra full-stack run with these settings (repeatable)",
+    )
+    parser.add_argument(
+        "--plain-variant",
+        action="append",
+        default=[],
+        metavar="NAME:SETTING=VALUE;...",
+        help="an extra plain Scrapy run with these settings (repeatable)",
     )
     parser.add_argument(
         "--before",
