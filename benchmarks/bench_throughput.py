@@ -36,6 +36,9 @@ Usage::
     .venv/bin/python benchmarks/bench_throughput.py --site docs --runs focus \\
         --workers 2 --profile            # py-spy profiles of the crawl and its workers
 
+``--cpu-profile`` runs each crawl process under a CPU-time sampler
+(``benchmarks/cpu_profile.py``: a loaded machine does not inflate its shares) and
+reports the crawl process's CPU split by part of the stack.
 ``--profile`` runs each crawl under ``py-spy record --subprocesses`` and writes a summary
 per run (busiest functions of the crawl's process and of the workers); its CPU and
 time figures then include py-spy's own.  ``--before PATH`` adds a full-stack run of
@@ -62,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cpu_profile
 import repo_root  # noqa: F401 - the repository root on sys.path
 
 from harness.crawl import (
@@ -79,6 +83,7 @@ from harness.provenance import git_commit
 from harness.quiet_server import serve_directory
 
 SPIDER = Path(__file__).resolve().parent / "link_spider.py"
+CPU_PROFILER = Path(__file__).resolve().parent / "cpu_profile.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
 DOCS_TOPIC = "asyncio: event loop, coroutines, tasks, streams, subprocesses, queues"
 GRAPH_TOPIC = "articles"  # the farm's pages are pseudo-English; any topic exercises the scoring
@@ -198,10 +203,14 @@ def run_once(
     round_: int,
     workdir: Path,
     profile_dir: Path | None = None,
+    cpu_profile: Path | None = None,
 ) -> RunResult:
     workdir.mkdir(parents=True, exist_ok=True)
     stats_file = workdir / "stats.json"
     command = command_for(spec, start_url, topic, limit, workdir)
+    if cpu_profile is not None:  # [python, -m, scrapy, ...] under the CPU-time sampler
+        cpu_profile.parent.mkdir(parents=True, exist_ok=True)
+        command = [command[0], str(CPU_PROFILER), "run", str(cpu_profile), *command[1:]]
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
         raw = profile_dir / f"{site}-{_slug(spec.label)}.txt"
@@ -394,7 +403,11 @@ def _parse_assignments(text: str) -> dict[str, Any]:
     return settings
 
 
-def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
+def run(
+    args: argparse.Namespace, log: Any, profiles: list[tuple[str, str, Path, float]]
+) -> list[RunResult]:
+    """Every run of the plan; *profiles* gets (site, label, file, crawl CPU s) of each
+    CPU-time profile taken (``--cpu-profile``)."""
     results: list[RunResult] = []
     plan = specs(args)
     sites = ["docs", "synthetic"] if args.site == "both" else [args.site]
@@ -414,9 +427,23 @@ def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
                     for spec in order:
                         workdir = workroot / f"r{round_}-{site}-{_slug(spec.label)}"
                         profile_dir = Path(args.profile_dir) if args.profile else None
+                        cpu_file = None
+                        if args.cpu_profile:
+                            name = f"{site}-{_slug(spec.label)}-r{round_}.cpu.txt"
+                            cpu_file = Path(args.profile_dir).resolve() / name
                         result = run_once(
-                            spec, site, start_url, topic, limit, round_, workdir, profile_dir
+                            spec,
+                            site,
+                            start_url,
+                            topic,
+                            limit,
+                            round_,
+                            workdir,
+                            profile_dir,
+                            cpu_file,
                         )
+                        if cpu_file is not None:
+                            profiles.append((site, spec.label, cpu_file, result.crawl_cpu_s))
                         results.append(result)
                         with (workroot / "results.jsonl").open("a") as out:  # survives a kill
                             out.write(json.dumps(_record(result)) + "\n")
@@ -577,6 +604,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="record py-spy profiles")
+    parser.add_argument(
+        "--cpu-profile",
+        action="store_true",
+        help="sample each crawl process's CPU time (benchmarks/cpu_profile.py) and "
+        "report its CPU by part of the stack",
+    )
     parser.add_argument("--profile-dir", default="throughput-profiles")
     parser.add_argument("--workdir", help="keep crawl directories here")
     parser.add_argument("--keep", action="store_true")
@@ -591,8 +624,13 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
 
-    results = run(args, log)
+    profiles: list[tuple[str, str, Path, float]] = []
+    results = run(args, log, profiles)
     text = report(results, args, load_at_start)
+    for site in dict.fromkeys(site for site, *_ in profiles):
+        columns = [(label, path, cpu) for s, label, path, cpu in profiles if s == site]
+        text += f"\n\nCPU of the crawl process by part, seconds ({site}):\n\n"
+        text += cpu_profile.parts_table(columns)
     if args.profile:
         for raw in sorted(Path(args.profile_dir).glob("*.txt")):
             if raw.name.endswith(".summary.txt") or not raw.name.startswith(("docs-", "synth")):
