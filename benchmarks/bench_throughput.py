@@ -628,8 +628,12 @@ def main(argv: list[str] | None = None) -> int:
     results = run(args, log, profiles)
     text = report(results, args, load_at_start)
     for site in dict.fromkeys(site for site, *_ in profiles):
-        columns = [(label, path, cpu) for s, label, path, cpu in profiles if s == site]
-        text += f"\n\nCPU of the crawl process by part, seconds ({site}):\n\n"
+        runs: dict[str, list[tuple[Path, float]]] = {}
+        for s, label, path, cpu in profiles:
+            if s == site:
+                runs.setdefault(label, []).append((path, cpu))
+        columns = list(runs.items())
+        text += f"\n\nCPU of the crawl process by part, seconds, mean of the rounds ({site}):\n\n"
         text += cpu_profile.parts_table(columns)
     if args.profile:
         for raw in sorted(Path(args.profile_dir).glob("*.txt")):

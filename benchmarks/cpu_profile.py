@@ -110,18 +110,24 @@ def split_by_part(stacks: collections.Counter[tuple[str, ...]]) -> collections.C
     return parts
 
 
-def parts_table(columns: list[tuple[str, Path, float]]) -> str:
-    """A Markdown table: CPU seconds of each part, one column per (label, file, seconds)."""
-    split = []
-    for _label, path, seconds in columns:
-        parts = split_by_part(read(path))
-        split.append((parts, seconds / max(sum(parts.values()), 1)))
-    lines = ["| part | " + " | ".join(label for label, _, _ in columns) + " |"]
+def parts_table(columns: list[tuple[str, list[tuple[Path, float]]]]) -> str:
+    """A Markdown table: CPU seconds of each part, one column per (label, runs), a run
+    being (profile file, CPU seconds it measured); a column's runs are averaged."""
+    averaged = []
+    for _label, runs in columns:
+        total: collections.Counter[str] = collections.Counter()
+        for path, seconds in runs:
+            parts = split_by_part(read(path))
+            scale = seconds / max(sum(parts.values()), 1) / len(runs)
+            for name, count in parts.items():
+                total[name] += count * scale
+        averaged.append((total, sum(seconds for _, seconds in runs) / len(runs)))
+    lines = ["| part | " + " | ".join(label for label, _ in columns) + " |"]
     lines.append("|---|" + "---:|" * len(columns))
     for name in [n for n, _ in PARTS] + [OTHER]:
-        cells = [f"{parts[name] * scale:.2f}" for parts, scale in split]
+        cells = [f"{parts[name]:.2f}" for parts, _ in averaged]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("| total | " + " | ".join(f"{s:.2f}" for _, _, s in columns) + " |")
+    lines.append("| total | " + " | ".join(f"{total:.2f}" for _, total in averaged) + " |")
     return "\n".join(lines)
 
 
@@ -132,7 +138,7 @@ def main(argv: list[str]) -> None:
         columns = []
         for spec in argv[1:]:
             path, _, seconds = spec.rpartition("=")
-            columns.append((Path(path).stem, Path(path), float(seconds)))
+            columns.append((Path(path).stem, [(Path(path), float(seconds))]))
         print(parts_table(columns))
     else:
         raise SystemExit(__doc__)
