@@ -11,7 +11,12 @@ round by round so that they share the machine's load alike:
   extraction + confidence + contract pipelines, JSONL export), once per worker
   count of ``--workers``;
 * **scrapy-focus without extraction**: the same with ``FOCUS_EXTRACT_ENABLED=False``;
-* optional variants of the full stack (``--variant NAME:SETTING=VALUE,...``).
+* optional variants of the full stack (``--variant NAME:SETTING=VALUE;...``) and of
+  plain Scrapy (``--plain-variant``).
+
+The baselines crawl breadth-first (``DEPTH_PRIORITY=1``, FIFO queues): on the synthetic
+tree, Scrapy's default depth-first order under a page budget fetches mostly leaves,
+which have no links, so it would not do the work per page the frontier does.
 
 Sites, served on 127.0.0.1 by this process: the Python 3.11 docs (Debian's
 ``python3.11-doc``, ``--docs-dir``) and the test farm's synthetic link graph
@@ -31,6 +36,9 @@ Usage::
     .venv/bin/python benchmarks/bench_throughput.py --site docs --runs focus \\
         --workers 2 --profile            # py-spy profiles of the crawl and its workers
 
+``--cpu-profile`` runs each crawl process under a CPU-time sampler
+(``benchmarks/cpu_profile.py``: a loaded machine does not inflate its shares) and
+reports the crawl process's CPU split by part of the stack.
 ``--profile`` runs each crawl under ``py-spy record --subprocesses`` and writes a summary
 per run (busiest functions of the crawl's process and of the workers); its CPU and
 time figures then include py-spy's own.  ``--before PATH`` adds a full-stack run of
@@ -57,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cpu_profile
 import repo_root  # noqa: F401 - the repository root on sys.path
 
 from harness.crawl import (
@@ -74,6 +83,7 @@ from harness.provenance import git_commit
 from harness.quiet_server import serve_directory
 
 SPIDER = Path(__file__).resolve().parent / "link_spider.py"
+CPU_PROFILER = Path(__file__).resolve().parent / "cpu_profile.py"
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
 DOCS_TOPIC = "asyncio: event loop, coroutines, tasks, streams, subprocesses, queues"
 GRAPH_TOPIC = "articles"  # the farm's pages are pseudo-English; any topic exercises the scoring
@@ -84,6 +94,15 @@ COMMON_SETTINGS: dict[str, Any] = {
     "EXTENSIONS": {STATS_EXTENSION: 0},
 }
 RUN_KINDS = ("plain", "naive", "focus", "focus-noext")
+# The baselines crawl breadth-first (Scrapy's documented settings for it).  With Scrapy's
+# default depth-first order a page budget on the synthetic tree fetches mostly its leaves,
+# which have no links (1.6 links per page against the frontier's 10 at 1,000 pages), so
+# the two would not do the same work per page.
+BREADTH_FIRST: dict[str, Any] = {
+    "DEPTH_PRIORITY": 1,
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+}
 
 
 # -- sites ------------------------------------------------------------------------
@@ -158,6 +177,7 @@ def command_for(spec: RunSpec, start_url: str, topic: str, limit: int, workdir: 
     settings = {**COMMON_SETTINGS}
     output = workdir / "items.jsonl"
     if spec.kind in ("plain", "naive"):
+        settings.update(BREADTH_FIRST)
         if limit:
             settings["CLOSESPIDER_PAGECOUNT"] = limit
         settings.update(spec.settings)
@@ -183,10 +203,14 @@ def run_once(
     round_: int,
     workdir: Path,
     profile_dir: Path | None = None,
+    cpu_profile: Path | None = None,
 ) -> RunResult:
     workdir.mkdir(parents=True, exist_ok=True)
     stats_file = workdir / "stats.json"
     command = command_for(spec, start_url, topic, limit, workdir)
+    if cpu_profile is not None:  # [python, -m, scrapy, ...] under the CPU-time sampler
+        cpu_profile.parent.mkdir(parents=True, exist_ok=True)
+        command = [command[0], str(CPU_PROFILER), "run", str(cpu_profile), *command[1:]]
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
         raw = profile_dir / f"{site}-{_slug(spec.label)}.txt"
@@ -343,6 +367,9 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
     workers = [int(w) for w in args.workers.split(",") if w]
     if "plain" in kinds:
         out.append(RunSpec("plain Scrapy", "plain"))
+        for variant in args.plain_variant:
+            name, _, assignments = variant.partition(":")
+            out.append(RunSpec(f"plain Scrapy, {name}", "plain", _parse_assignments(assignments)))
     if "naive" in kinds:
         out.append(RunSpec("plain Scrapy + trafilatura in the callback", "naive"))
     if "focus" in kinds:
@@ -376,7 +403,11 @@ def _parse_assignments(text: str) -> dict[str, Any]:
     return settings
 
 
-def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
+def run(
+    args: argparse.Namespace, log: Any, profiles: list[tuple[str, str, Path, float]]
+) -> list[RunResult]:
+    """Every run of the plan; *profiles* gets (site, label, file, crawl CPU s) of each
+    CPU-time profile taken (``--cpu-profile``)."""
     results: list[RunResult] = []
     plan = specs(args)
     sites = ["docs", "synthetic"] if args.site == "both" else [args.site]
@@ -396,9 +427,23 @@ def run(args: argparse.Namespace, log: Any) -> list[RunResult]:
                     for spec in order:
                         workdir = workroot / f"r{round_}-{site}-{_slug(spec.label)}"
                         profile_dir = Path(args.profile_dir) if args.profile else None
+                        cpu_file = None
+                        if args.cpu_profile:
+                            name = f"{site}-{_slug(spec.label)}-r{round_}.cpu.txt"
+                            cpu_file = Path(args.profile_dir).resolve() / name
                         result = run_once(
-                            spec, site, start_url, topic, limit, round_, workdir, profile_dir
+                            spec,
+                            site,
+                            start_url,
+                            topic,
+                            limit,
+                            round_,
+                            workdir,
+                            profile_dir,
+                            cpu_file,
                         )
+                        if cpu_file is not None:
+                            profiles.append((site, spec.label, cpu_file, result.crawl_cpu_s))
                         results.append(result)
                         with (workroot / "results.jsonl").open("a") as out:  # survives a kill
                             out.write(json.dumps(_record(result)) + "\n")
@@ -546,12 +591,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="an extra full-stack run with these settings (repeatable)",
     )
     parser.add_argument(
+        "--plain-variant",
+        action="append",
+        default=[],
+        metavar="NAME:SETTING=VALUE;...",
+        help="an extra plain Scrapy run with these settings (repeatable)",
+    )
+    parser.add_argument(
         "--before",
         metavar="PATH",
         help="also run the full stack from this checkout (e.g. a git worktree of an older commit)",
     )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="record py-spy profiles")
+    parser.add_argument(
+        "--cpu-profile",
+        action="store_true",
+        help="sample each crawl process's CPU time (benchmarks/cpu_profile.py) and "
+        "report its CPU by part of the stack",
+    )
     parser.add_argument("--profile-dir", default="throughput-profiles")
     parser.add_argument("--workdir", help="keep crawl directories here")
     parser.add_argument("--keep", action="store_true")
@@ -566,8 +624,17 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
 
-    results = run(args, log)
+    profiles: list[tuple[str, str, Path, float]] = []
+    results = run(args, log, profiles)
     text = report(results, args, load_at_start)
+    for site in dict.fromkeys(site for site, *_ in profiles):
+        runs: dict[str, list[tuple[Path, float]]] = {}
+        for s, label, path, cpu in profiles:
+            if s == site:
+                runs.setdefault(label, []).append((path, cpu))
+        columns = list(runs.items())
+        text += f"\n\nCPU of the crawl process by part, seconds, mean of the rounds ({site}):\n\n"
+        text += cpu_profile.parts_table(columns)
     if args.profile:
         for raw in sorted(Path(args.profile_dir).glob("*.txt")):
             if raw.name.endswith(".summary.txt") or not raw.name.startswith(("docs-", "synth")):

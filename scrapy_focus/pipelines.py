@@ -55,9 +55,6 @@ class ConfidencePipeline:
         self.medium = config.medium_confidence
         self.stats = crawler.stats
         self.min_content_chars = config.rules.min_content_chars
-        from scrapy_focus.extract.confidence import confidence
-
-        self._confidence = confidence
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -67,7 +64,10 @@ class ConfidencePipeline:
         if isinstance(item, PageItem) and item.confidence is None and item.extraction:
             extraction = item.extraction
             if extraction.confidence is None:  # not scored by the extraction worker
-                score = self._confidence(extraction, min_content_chars=self.min_content_chars)
+                # Imported here: a crawl without extraction never needs it (nor trafilatura).
+                from scrapy_focus.extract.confidence import confidence
+
+                score = confidence(extraction, min_content_chars=self.min_content_chars)
             elif extraction.skipped or extraction.text_chars < self.min_content_chars:
                 score = 0.0  # as confidence() with FOCUS_MIN_CONTENT_CHARS
             else:
@@ -99,6 +99,7 @@ class ContractPipeline:
         self.emit_rejected = config.emit_rejected
         self.recrawl = config.recrawl
         self.db: CorpusDB | None = None
+        self._last_fingerprint: tuple[str, bytes | None] = ("", None)
         crawler.signals.connect(self.on_item_error, signal=signals.item_error)
         crawler.signals.connect(self.on_spider_error, signal=signals.spider_error)
 
@@ -176,7 +177,12 @@ class ContractPipeline:
         return self.db
 
     def _fingerprint(self, url: str) -> bytes:
-        return self.crawler.request_fingerprinter.fingerprint(Request(url))
+        # The verdict and its record ask for the same page's in turn: computed once.
+        last_url, last = self._last_fingerprint
+        if url != last_url or last is None:
+            last = self.crawler.request_fingerprinter.fingerprint(Request(url))
+            self._last_fingerprint = (url, last)
+        return last
 
     def _count(self, verdict: Verdict) -> None:
         self.stats.inc_value(f"focus/contract/{verdict.state}")

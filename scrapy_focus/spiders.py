@@ -54,7 +54,10 @@ class FocusSpider(scrapy.Spider):
         if not isinstance(response, TextResponse):
             return
         try:
-            hrefs = response.css("a::attr(href)").getall()
+            # The tree the response parsed once (the link context reads it too); lxml's
+            # own XPath, as ``response.css("a::attr(href)")`` finds them, without a
+            # Selector object per link.
+            hrefs = response.selector.root.xpath("//a/@href")
         except (ValueError, AttributeError):
             return
         for href in hrefs:

@@ -55,6 +55,11 @@ def test_download_size_limits_fit_text_and_the_user_still_wins():
     assert (mine.getint("DOWNLOAD_MAXSIZE"), mine.getint("DOWNLOAD_WARNSIZE")) == (1 << 30, 0)
 
 
+def test_fewer_item_tasks_per_callback_and_the_user_still_wins():
+    assert settings_with().getint("CONCURRENT_ITEMS") == 16
+    assert settings_with(CONCURRENT_ITEMS=100).getint("CONCURRENT_ITEMS") == 100
+
+
 def test_one_decoder_above_the_cache_unless_the_user_placed_scrapys():
     compression = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
     ours = "scrapy_focus.corpus.compression.HttpDecompressionMiddleware"

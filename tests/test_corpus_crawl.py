@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
+from harness.crawl import STATS_EXTENSION
 from harness.farm import article_html
 from scrapy_focus.corpus.reader import Corpus
-from tests.crawl import run_crawl
+from tests.crawl import run_crawl, run_focus_crawl
 
 
 def corpus_of(tmp_path):
@@ -121,3 +122,22 @@ def test_decompression_bomb_and_corrupt_gzip_are_dropped_before_the_corpus(farm,
     assert result.stats["focus/decompression/too_large"] == 1
     assert result.stats["focus/decompression/corrupt"] == 1
     assert f"Ignored response <200 {farm.url('/corrupt-gzip.html')}>: its body" in result.log
+
+
+def test_a_page_costs_three_corpus_write_transactions(farm, tmp_path):
+    """The fixed cost the corpus adds to a page: its fetch (version, body, URL), its
+    engine history and its verdict, one LMDB write transaction each; forgetting a
+    quarantine entry the page never had writes nothing.  Counted by
+    tests/write_counter.py around the crawl's own environment."""
+    settings = {
+        "EXTENSIONS": {STATS_EXTENSION: 0, "tests.write_counter.WriteCounter": 0},
+        "FOCUS_EXTRACT_ENABLED": False,
+        "FOCUS_MAX_PAGES": 30,
+        "ROBOTSTXT_OBEY": False,
+    }
+    result = run_focus_crawl(tmp_path, [farm.url("/graph/0.html")], "articles", settings)
+    assert result.returncode == 0, result.log[-3000:]
+    pages = result.stats["focus/corpus/store"]
+    assert pages >= 30
+    assert result.stats["focus/contract/rejected"] == pages  # each page got its verdict
+    assert result.stats["test/corpus_writes"] == 3 * pages

@@ -292,6 +292,17 @@ def test_next_data_without_text_is_a_shell():
     assert spa_shell(page(html))
 
 
+@pytest.mark.parametrize("chars", [0, 39, 41, 199, 200, 201, 1499, 1500, 1501, 5000])
+def test_the_shell_and_denial_detectors_read_the_visible_text_once(chars):
+    words = ("w" * 9 + " ") * (chars // 10) + "w" * (chars % 10)
+    html = f"<html><body><div id='root'><p>{words.strip()}</p></div></body></html>"
+    shell = page(html)
+    expected = visible_text_chars(html) <= 200
+    assert prejudge(shell).kind == ("shell" if expected else "ok")
+    assert "visible_head" in vars(shell)  # read by the denial check, reused by the shell's
+    assert spa_shell(page(html)) is expected
+
+
 def test_long_server_rendered_page_with_mount_point_is_not_a_shell():
     html = ARTICLE.replace("<body>", "<body><div id='root'></div>")
     assert not spa_shell(page(html))

@@ -14,6 +14,8 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -23,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from harness.crawl import crawl_env
 from harness.hostile import (
     FLAKY_RETRY_AFTER,
     RETRY_AFTER,
@@ -607,3 +610,18 @@ def test_a_page_the_spider_drives_is_its_own_and_other_pages_are_reused(farm, tm
     assert stats["playwright/page_count"] == 2
     # scrapy-playwright counts the pages it closes, not the spider's: the reused page.
     assert stats["playwright/page_count/closed"] == 1
+
+
+def test_without_a_fetched_camoufox_the_stealth_engine_is_found_without_importing_it(tmp_path):
+    """Importing camoufox costs half a second of start-up; with nothing in its browser
+    directory (``camoufox fetch`` never ran: an empty user cache) the answer is known."""
+    code = (
+        "import sys\n"
+        "from scrapy_focus.engines.discovery import camoufox_browser\n"
+        "print(camoufox_browser(), 'camoufox' in sys.modules)"
+    )
+    env = crawl_env(XDG_CACHE_HOME=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["None", "False"]

@@ -34,6 +34,7 @@ import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from scrapy.http import Response, TextResponse
 
@@ -102,6 +103,12 @@ class Page:
     content_links: int = 0  # links with text
     content_link_chars: int = 0  # their text
     content_chars: int | None = None  # all visible text outside the chrome
+
+    @cached_property
+    def visible_head(self) -> str:
+        """The first :data:`DENIAL_MAX_CHARS` + 1 characters of visible text: read
+        once per page for the denial and the shell detectors alike."""
+        return visible_text(self.html, DENIAL_MAX_CHARS)
 
 
 @dataclass(frozen=True)
@@ -238,7 +245,7 @@ def denial(page: Page) -> str | None:
     at most :data:`DENIAL_TEXT_CHARS`.  A redirect's body is not what anyone sees."""
     if not page.is_html or 300 <= page.status < 400:
         return None
-    text = visible_text(page.html, DENIAL_MAX_CHARS)
+    text = page.visible_head
     if len(text) > DENIAL_MAX_CHARS:
         return None
     places = [title_of(page.html)]
@@ -276,7 +283,11 @@ def spa_shell(page: Page, max_visible_chars: int = 200) -> bool:
     ``__NEXT_DATA__`` *and* real text (server-rendered) is not a shell."""
     if not page.is_html or page.status != 200:
         return False
-    visible = visible_text_chars(page.html, limit=max_visible_chars)
+    if max_visible_chars < DENIAL_MAX_CHARS:
+        # Exact up to DENIAL_MAX_CHARS, and above it when the text goes on.
+        visible = len(page.visible_head)
+    else:
+        visible = visible_text_chars(page.html, limit=max_visible_chars)
     if visible > max_visible_chars:
         return False
     if _NEXT_DATA.search(page.html) and visible > 40:

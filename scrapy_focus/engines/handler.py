@@ -27,6 +27,7 @@ latency), not the time spent waiting for a free browser page.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 from typing import TYPE_CHECKING, Any
@@ -257,8 +258,14 @@ class FocusDownloadHandler:
 
 def _call(method: Any, request: Request, spider: Any) -> Any:
     """Call a handler's download_request, old (Deferred, spider) or new (async) style."""
-    params = inspect.signature(method).parameters
-    result = method(request, spider) if "spider" in params else method(request)
+    result = method(request, spider) if _takes_spider(method) else method(request)
     if hasattr(result, "addCallback"):  # a Deferred
         return maybe_deferred_to_future(result)
     return result
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_spider(method: Any) -> bool:
+    """Whether *method* (a handler's bound download_request) takes ``spider``: asked
+    once per handler, not once per request (``inspect.signature`` is not cheap)."""
+    return "spider" in inspect.signature(method).parameters
