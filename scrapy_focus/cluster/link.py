@@ -231,10 +231,12 @@ class ClusterLink:
         with self._lock:
             single = any(self._outbox[kind] for kind in SINGLE)
             waiting, since = self._waiting, self._since
+            releasing = bool(self._outbox["release"])
+        leasing = self._lease_size() > 0
         return (
             single
             or pacing.messages_due(now, waiting, since)
-            or (self._lease_size() > 0 and pacing.lease_due(now, False))
+            or (leasing and (pacing.lease_due(now, False) or (releasing and not self.inbox)))
             or pacing.heartbeat_due(now, False)
             or pacing.status_due(now, False)
             or self.riders.due(now)
@@ -357,7 +359,8 @@ class ClusterLink:
             self.round_trips += 1
 
     def _leased(self, batch: LeaseBatch, asked: int, now: float) -> None:
-        self.pacing.leased(now, asked, len(batch.entries), batch.wait)
+        busy = bool(self.inbox) or self.room() < self.buffer
+        self.pacing.leased(now, asked, len(batch.entries), batch.wait, busy)
         if batch.entries:
             self._held.update(entry.key for entry in batch.entries)
             hosts = {entry.host for entry in batch.entries}

@@ -16,10 +16,13 @@ trip, and then says everything that is waiting in it:
   buffer, so politeness holds as the lease script decides it (a host has no more
   entries out, buffered or fetched, than its concurrency);
 * **an empty lease backs off**: when Redis has nothing ready for this node, the
-  next try waits ``retry`` seconds, doubling from ``retry_min`` to ``retry_max`` on
-  each empty lease (another node's release frees a host without telling this
-  one), or until the first host is ready; a round this node makes anyway for its
-  own releases leases too, as those free hosts;
+  next try is when the first host is ready by time (the lease says when), or
+  with the node's next release (a round it makes anyway, and its releases free
+  hosts), or at the latest after ``retry`` seconds: ``retry_max`` while the node
+  has requests out, else doubling from ``retry_min`` (another node's release
+  frees a host without telling this one);
+* **a starving node does not linger**: a release while the node has nothing
+  buffered goes at once, with a lease (on one host, the next page waits for it);
 * **the periodic parts ride along**: a heartbeat or status poll joins any round
   made once half its period has passed, and makes its own round only when due.
 
@@ -58,16 +61,20 @@ class Pacing:
     def lease_due(self, now: float, releasing: bool) -> bool:
         return releasing or now >= self.lease_after
 
-    def leased(self, now: float, asked: int, got: int, wait: float | None) -> None:
-        """A lease's outcome: an empty one backs off, a short one (hosts busy) waits
-        ``retry_min`` before the next, a full one none."""
-        if got:
-            self.retry = 0.0
-            self.lease_after = now + (self.retry_min if got < asked else 0.0)
+    def leased(self, now: float, asked: int, got: int, wait: float | None, busy: bool) -> None:
+        """A lease's outcome: a full one lets the next go at once; a short or empty
+        one waits (see the module docstring); *busy*: the node has requests out."""
+        if got >= asked:
+            self.retry, self.lease_after = 0.0, now
             return
-        self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
-        pause = self.retry if wait is None else min(self.retry, max(wait, self.retry_min))
-        self.lease_after = now + pause
+        if busy:
+            self.retry = self.retry_max
+        elif got:
+            self.retry = self.retry_min
+        else:
+            self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
+        ready = float("inf") if wait is None else max(wait, 0.001)
+        self.lease_after = now + min(self.retry, ready)
 
     def messages_due(self, now: float, waiting: int, since: float | None) -> bool:
         return waiting >= self.full or (since is not None and now - since >= self.linger)
