@@ -27,6 +27,15 @@ def test_a_scrapy_redis_crawl_gives_the_servers_figures_and_the_nodes_round_trip
     assert got.lease_return_s is None  # no node was killed
 
 
+def test_two_focus_nodes_on_many_hosts_make_at_most_one_round_trip_per_page(redis_server, tmp_path):
+    got = crawl("focus", tmp_path, redis_server.url, 2, hosts=24, pages=31, delay=0.0)
+    assert isinstance(got, CrawlFigures)
+    assert got.returncodes == [0, 0]
+    assert (got.pages, got.lost, got.fetches) == (24 * 31, 0, 24 * 31)
+    # Every call to Redis of each node, its seams' included (harness/redis_trips.py).
+    assert got.round_trips_per_page is not None and got.round_trips_per_page <= 1.0
+
+
 def test_scrapy_redis_queue_gives_every_request_back_and_pickles_cost_bytes(redis_server):
     got = queue_scrapy_redis(redis_server.url, 300)
     assert got.requests == 300 and got.push_per_s > 0 and got.take_per_s > 0

@@ -247,3 +247,44 @@ def test_one_nodes_429_holds_the_host_for_every_node(farm, redis_server, tmp_pat
     assert {p for _, p in log} == GRAPH_PATHS  # and the refused page was fetched after
     backoffs = sum(node.stats.get("focus/politeness/backoff", 0) for node in nodes)
     assert backoffs == 1
+
+
+def test_a_redis_that_hangs_never_blocks_the_reactor_and_loses_nothing(
+    farm, redis_server, tmp_path
+):
+    # SIGSTOP: the server takes connections and answers nothing (a hung machine,
+    # a stalled network), so every call to it waits for its socket timeout (30 s),
+    # here until SIGCONT.  A slow page asked just before answers meanwhile: the
+    # node counts it, learns its engine's history, scores its links, all while
+    # Redis hangs, and its reactor must go on.
+    since = time.monotonic()
+    seeds = [farm.url("/graph/0.html"), farm.url("/slow.html?s=2")]
+    ticks = tmp_path / "ticks.txt"
+    settings = node_settings(
+        redis_server,
+        FOCUS_MAX_DEPTH=3,
+        DOWNLOAD_DELAY=0.005,
+        TEST_REACTOR_TICKS=str(ticks),
+        EXTENSIONS={STATS_EXTENSION: 0, "tests.reactor_ticks.ReactorTicks": 0},
+    )
+    node = Node(tmp_path, "node", seeds, settings)
+    deadline = time.monotonic() + 60
+    while not any(path.startswith("/slow.html") for t, _, path in farm.log if t >= since):
+        assert time.monotonic() < deadline, "the slow page was never asked"
+        time.sleep(0.01)
+    assert redis_server.process is not None
+    redis_server.process.send_signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    time.sleep(5.0)
+    resumed = time.monotonic()
+    redis_server.process.send_signal(signal.SIGCONT)
+    assert node.wait() == 0, node.text[-3000:]
+    beats = [float(line) for line in ticks.read_text().split()]
+    during = [t for t in beats if stopped - 0.5 <= t <= resumed + 0.5]
+    gaps = [b - a for a, b in itertools.pairwise(during)]
+    # The reactor ran all along (ticks every 0.1 s; a busy machine delays a few).
+    assert during and during[-1] >= resumed and max(gaps) < 1.5, max(gaps, default=None)
+    fetched = fetched_since(farm, since)
+    assert set(fetched) - {"/slow.html?s=2"} == DEEP_PATHS  # nothing lost
+    assert max(fetched.values()) == 1  # nor fetched twice: no lease lapsed meanwhile
+    assert node.stats["finish_reason"] == "finished"

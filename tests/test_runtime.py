@@ -40,6 +40,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     assert bare.extract.options == ExtractOptions()  # the settings' defaults are the options'
     assert bare.contract.rules == with_addon.contract.rules
     assert bare.cluster == with_addon.cluster and bare.cluster.seen_expected == 1_000_000
+    assert (bare.cluster.linger, bare.cluster.lease_ahead) == (0.03, 4)
     assert bare.report == with_addon.report
     assert (bare.report.series_interval, bare.report.top_hosts) == (10.0, 20)
     assert (bare.report.prometheus_port, bare.report.prometheus_host) == (0, "127.0.0.1")

@@ -65,6 +65,7 @@ class ClusterNode:
             put_state=self._put_state,
             on_pushed=self._pushed,
             on_status=self._status,
+            room=self._room,
         )
         self.politeness = ClusterPoliteness(
             config.politeness, self.link, self._taken_key, robots_crawl_delay(crawler)
@@ -96,6 +97,9 @@ class ClusterNode:
         """Start the link; *wake* makes the engine ask for requests again."""
         self._engine_wake = wake
         self.link.start()
+        from scrapy_focus.cluster.setup import ride_link
+
+        ride_link(self.crawler)  # the other seams' exchanges go with the link's rounds
 
     # -- what the link calls (on its thread)
 

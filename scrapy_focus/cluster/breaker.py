@@ -20,12 +20,18 @@ The contract (the protocol's, shared by the nodes):
   same moment on another (``FocusRuntime.breaker`` takes it from here);
 * a value that is not a state is quarantined and read as none; while Redis is
   away the cache answers and the writes wait in this node, tried again at most
-  once a second, until Redis takes them.
+  once a second, until Redis takes them;
+* on a cluster node (:meth:`RedisBreakerStates.ride`) the writes and reads ride
+  the node's link rounds (:mod:`~.riders`), off the reactor: ``put``/``drop``
+  change the cache at once and go out with the next round, ``get`` answers from
+  the cache (a stale entry is read again in the next round), and the link reads
+  the domains of the requests it leases before it hands them out.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -90,8 +96,27 @@ class RedisBreakerStates:
         self._unsent: dict[str, bytes | None] = {}  # written while Redis was away
         self._retry_at = 0.0
         self.outage = Outage("the circuit breakers")
+        self.riding = False
+        self._lock = threading.RLock()  # the cache and writes, shared with the link's thread
+        self._to_read: set[str] = set()
+        self._round: tuple[dict[str, bytes | None], list[str]] = ({}, [])
+
+    def ride(self, link: Any) -> None:
+        """Write and read with *link*'s rounds, on its thread, from now on."""
+        self.riding = True
+        link.riders.add(self)
 
     def get(self, domain: str) -> BreakerState | None:
+        if self.riding:
+            with self._lock:
+                cached = self._cache.get(domain)
+                if cached is None or self.local_clock() - cached[0] >= self.ttl:
+                    if len(domain) <= MAX_DOMAIN:
+                        self._to_read.add(domain)
+                    if cached is None:
+                        return None
+                state = cached[1]
+            return replace(state) if state is not None else None
         self._resend()
         cached = self._cache.get(domain)
         if cached is None or self.local_clock() - cached[0] >= self.ttl:
@@ -109,6 +134,10 @@ class RedisBreakerStates:
     def _send(self, domain: str, value: bytes | None) -> bool:
         """Write a state (None: drop it); one round trip.  While Redis is away the
         write waits in :attr:`_unsent` for :meth:`_resend`."""
+        if self.riding:
+            with self._lock:
+                self._unsent[domain] = value  # with the next round
+            return True
         try:
             if value is None:
                 self.client.hdel(self.keys.key("breaker"), domain)
@@ -128,6 +157,61 @@ class RedisBreakerStates:
         if value is not None and merged != value:
             self._remember(domain, self._parse(domain, merged))
         return True
+
+    # -- riding the link's rounds (its thread)
+
+    def prefetch(self, hosts: Any) -> bool:
+        with self._lock:
+            new = {h for h in hosts if h not in self._cache and len(h) <= MAX_DOMAIN}
+            self._to_read |= new
+        return bool(new)
+
+    def due(self, now: float) -> bool:
+        return bool(self._to_read or self._unsent)
+
+    def calls(self, now: float) -> list[tuple[Any, ...]]:
+        key = self.keys.key("breaker")
+        with self._lock:
+            writes, self._unsent = self._unsent, {}
+            reads, self._to_read = sorted(self._to_read - set(writes)), set()
+            self._round = (writes, reads)
+            commands: list[tuple[Any, ...]] = []
+            for domain, value in writes.items():
+                if value is None:
+                    commands.append(("HDEL", key, domain))
+                else:
+                    base = self._bases.get(domain, b"")
+                    sha = self._merge_script.sha
+                    commands.append(("EVALSHA", sha, 1, key, domain, base, value))
+        return commands + [("HGET", key, domain) for domain in reads]
+
+    def answered(self, replies: list[Any]) -> None:
+        writes, reads = self._round
+        error = next((r for r in replies if isinstance(r, Exception)), None)
+        if error is not None:
+            if "NOSCRIPT" in str(error):  # a restarted Redis: loaded for the next round
+                self.client.script_load(_MERGE)
+            self.failed(error)
+            return
+        self.outage.answered()
+        self._round = ({}, [])
+        with self._lock:
+            for (domain, value), merged in zip(writes.items(), replies, strict=False):
+                self._bases[domain] = b"" if value is None else merged
+                if value is not None and merged != value and domain not in self._unsent:
+                    self._remember(domain, self._parse(domain, merged))
+            for domain, raw in zip(reads, replies[len(writes) :], strict=True):
+                self._bases[domain] = raw or b""
+                if domain not in self._unsent:
+                    self._remember(domain, self._parse(domain, raw))
+
+    def failed(self, error: Exception) -> None:
+        writes, reads = self._round
+        self._round = ({}, [])
+        with self._lock:
+            self._unsent = {**writes, **self._unsent}
+            self._to_read.update(reads)
+        self.outage.failed(error)
 
     def _resend(self) -> None:
         """Send what waited for Redis (at most once per :data:`RETRY_SECONDS`)."""
@@ -177,12 +261,13 @@ class RedisBreakerStates:
     def _remember(
         self, domain: str, state: BreakerState | None
     ) -> tuple[float, BreakerState | None]:
-        entry = self._cache[domain] = (self.local_clock(), state)
-        self._cache.move_to_end(domain)
-        while len(self._cache) > self.cache_size:
-            gone, _ = self._cache.popitem(last=False)
-            self._bases.pop(gone, None)
-        return entry
+        with self._lock:
+            entry = self._cache[domain] = (self.local_clock(), state)
+            self._cache.move_to_end(domain)
+            while len(self._cache) > self.cache_size:
+                gone, _ = self._cache.popitem(last=False)
+                self._bases.pop(gone, None)
+            return entry
 
 
 # KEYS[1] the breaker hash; ARGV: domain, the state the new one was built on (or ""),

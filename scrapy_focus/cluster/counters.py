@@ -23,12 +23,17 @@ The contract (the protocol's, for the whole cluster):
   as ``LocalCounters`` writes them;
 * a value in the hash that is not an integer is quarantined and read as 0;
 * while Redis is away, counts wait in this node and are added when it answers
-  again; the totals read are then this node's last view plus its own counts.
+  again; the totals read are then this node's last view plus its own counts;
+* on a cluster node (:meth:`ride`) the exchanges ride the node's link rounds
+  (:mod:`~.riders`) instead: the reactor only counts in memory, the counts go
+  and the totals come back within ``ttl`` seconds, with the node's other
+  messages, and a Redis that hangs never blocks the reactor.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -69,36 +74,86 @@ class RedisCounters:
         self.batch = batch
         # (the crawl's start minus Redis's time then, this node's clock then)
         self._start: tuple[float, float] | None = None
+        self.riding = False  # exchanges made by the link's thread (ride)
+        self._lock = threading.Lock()
+        self._sending = [0, 0]  # counts in the round under way
+        self._tried_at = -float("inf")
+
+    def ride(self, link: Any) -> None:
+        """Make the exchanges on *link*'s thread, with its rounds, from now on."""
+        self.riding = True
+        link.riders.add(self)
 
     @property
     def _key(self) -> str:
         return self.keys.key("counters")
 
     def _fresh(self) -> list[int]:
-        if self.clock() - self._read_at >= self.ttl:
+        if not self.riding and self.clock() - self._read_at >= self.ttl:
             self._exchange()
         return self._totals
+
+    # -- riding the link's rounds (its thread)
+
+    def due(self, now: float) -> bool:
+        return now - self._tried_at >= self.ttl and (
+            any(self._unsent) or now - self._read_at >= self.ttl
+        )
+
+    def calls(self, now: float) -> list[tuple[Any, ...]]:
+        if not any(self._unsent) and now - self._read_at < self.ttl / 2:
+            return []
+        self._tried_at = now
+        with self._lock:
+            self._sending, self._unsent = self._unsent, [0, 0]
+        commands: list[tuple[Any, ...]] = [
+            ("HINCRBY", self._key, field, n)
+            for field, n in zip(FIELDS, self._sending, strict=True)
+            if n
+        ]
+        return [*commands, ("HMGET", self._key, *FIELDS)]
+
+    def answered(self, replies: list[Any]) -> None:
+        error = next((r for r in replies if isinstance(r, Exception)), None)
+        if error is not None:
+            self.failed(error)
+            return
+        read = [self._integer(f, v) for f, v in zip(FIELDS, replies[-1], strict=True)]
+        with self._lock:
+            self._sending = [0, 0]
+            self._totals = [total + mine for total, mine in zip(read, self._unsent, strict=True)]
+        self._read_at = self.clock()
+        self.outage.answered()
+
+    def failed(self, error: Exception) -> None:
+        with self._lock:
+            self._unsent = [a + b for a, b in zip(self._unsent, self._sending, strict=True)]
+            self._sending = [0, 0]
+        self.outage.failed(error)
 
     def _exchange(self) -> None:
         """Send this node's waiting counts and read the cluster's totals: one
         pipelined round trip.  While Redis is away the counts keep waiting (nothing
         counted is lost) and the totals are this node's last view plus its own."""
+        with self._lock:  # the link's thread may be counting too (riding)
+            sending, self._unsent = self._unsent, [0, 0]
         pipe = self.client.pipeline(transaction=False)
-        for field, waiting in zip(FIELDS, self._unsent, strict=True):
+        for field, waiting in zip(FIELDS, sending, strict=True):
             if waiting:
                 pipe.hincrby(self._key, field, waiting)
         pipe.hmget(self._key, *FIELDS)
         try:
             raw = pipe.execute()[-1]
         except REDIS_DOWN as error:
+            with self._lock:
+                self._unsent = [a + b for a, b in zip(self._unsent, sending, strict=True)]
             self.outage.failed(error)
             self._read_at = self.clock()  # tried: again after the TTL, not at every read
             return
         self.outage.answered()
-        self._unsent = [0, 0]
-        self._totals = [
-            self._integer(field, value) for field, value in zip(FIELDS, raw, strict=True)
-        ]
+        read = [self._integer(field, value) for field, value in zip(FIELDS, raw, strict=True)]
+        with self._lock:
+            self._totals = [total + mine for total, mine in zip(read, self._unsent, strict=True)]
         self._read_at = self.clock()
 
     def _integer(self, field: bytes, raw: bytes | None) -> int:
@@ -123,8 +178,12 @@ class RedisCounters:
         ``batch`` of them wait or ``ttl`` seconds passed since the last one (so a
         page costs a fraction of a round trip, and another node's pages show within
         ``ttl``)."""
-        self._unsent[index] += 1
-        self._totals[index] += 1
+        with self._lock:
+            self._unsent[index] += 1
+            self._totals[index] += 1
+            total = self._totals[index]
+        if self.riding:
+            return total
         if self._unsent[index] >= self.batch or self.clock() - self._read_at >= self.ttl:
             self._exchange()
         return self._totals[index]
@@ -161,7 +220,7 @@ class RedisCounters:
 
     def to_bytes(self) -> bytes:
         """The totals, with this node's waiting counts sent first (the frontier
-        saves them at close)."""
+        saves them at close; a blocking exchange, riding or not: closing)."""
         self._exchange()
         fetched, relevant = self._totals
         return f"{fetched},{relevant}".encode()

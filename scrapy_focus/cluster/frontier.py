@@ -112,18 +112,22 @@ class RedisFrontier(Quarantine):
     def run(self, calls: Sequence[Call]) -> list[Any]:
         """Several calls in ONE round trip (a pipeline, not a transaction: each
         script is atomic on its own): each call's parsed result, in order, or the
-        exception its script raised (the others still ran)."""
+        exception its script raised (the others still ran).  A call with no name is
+        a plain Redis command, its args the command and its arguments."""
         # EVALSHA by hand: redis-py's pipeline of Script objects asks SCRIPT EXISTS
         # before every execute, a second round trip for each.
         pipe = self.client.pipeline(transaction=False)
         keys = self._keys
         for call in calls:
-            sha = self._scripts[call.name].sha
-            pipe.evalsha(sha, len(keys), *keys, *self._common, *call.args)
+            if call.name:
+                sha = self._scripts[call.name].sha
+                pipe.evalsha(sha, len(keys), *keys, *self._common, *call.args)
+            else:  # another seam's command (ClusterLink.ride)
+                pipe.execute_command(*call.args)
         results = pipe.execute(raise_on_error=False)
         out = []
         for call, raw in zip(calls, results, strict=True):
-            if isinstance(raw, NoScriptError):  # a restarted Redis: loaded, run alone
+            if isinstance(raw, NoScriptError) and call.name:  # a restarted Redis: loaded
                 raw = self._run(call.name, *call.args)
             out.append(raw if isinstance(raw, Exception) else call.parse(raw))
         return out
@@ -315,7 +319,10 @@ class RedisFrontier(Quarantine):
     def my_leases(self) -> set[bytes]:
         """The keys leased to this node now (one round trip): a node that lost a
         lease's reply gives back those it never received (:meth:`unlease`)."""
-        return set(self.client.smembers(self.keys.key("node", self.node)))
+        return self._one(self.my_leases_call())
+
+    def my_leases_call(self) -> Call:
+        return Call("MINE", [], lambda raw: set(raw))
 
     # -- rescoring
 

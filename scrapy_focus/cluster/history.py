@@ -21,13 +21,21 @@ The contract (the protocol's, shared by the nodes):
   failures, samples) to it; the latency is the writer's, ``last_seen`` the
   later one.  The merged record comes back into the cache;
 * a value that is not a record (not JSON, wrong fields) is quarantined and read
-  as no record.
+  as no record;
+* on a cluster node (:meth:`RedisHistoryStore.ride`) the flushes and reads ride
+  the node's link rounds (:mod:`~.riders`), off the reactor: ``get`` answers
+  from the cache at once (a stale entry is read again in the next round), the
+  link reads the domains of the requests it leases before it hands them out
+  (:meth:`~RedisHistoryStore.prefetch`), so a domain's first request still sees
+  what other nodes learnt, and a domain the cache does not hold yet reads as no
+  record meanwhile.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -93,12 +101,25 @@ class RedisHistoryStore:
         self._bases: dict[bytes, bytes] = {}  # field -> as last read from Redis (b"": none)
         self._flushed_at = clock()
         self.outage = Outage("engine history")
+        self.riding = False
+        self._lock = threading.RLock()  # the cache and pending, shared with the link's thread
+        self._to_read: set[str] = set()  # domains to read in the next round (riding)
+        self._round: tuple[dict[bytes, tuple[bytes, bytes]], list[str]] = ({}, [])
+
+    def ride(self, link: Any) -> None:
+        """Flush and read with *link*'s rounds, on its thread, from now on."""
+        self.riding = True
+        link.riders.add(self)
 
     @staticmethod
     def field(domain: str, engine: str) -> bytes:
         return f"{domain}\0{engine}".encode()
 
     def get(self, domain: str, engine: str) -> EngineRecord | None:
+        if self.riding:
+            with self._lock:
+                record = self._cached(domain).get(engine)
+            return replace(record) if record is not None else None
         self._maybe_flush()
         cached = self._cache.get(domain)
         if cached is None or self.clock() - cached[0] >= self.ttl:
@@ -107,17 +128,87 @@ class RedisHistoryStore:
         record = cached[1].get(engine)
         return replace(record) if record is not None else None
 
-    def put(self, domain: str, engine: str, record: EngineRecord) -> None:
+    def _cached(self, domain: str) -> dict[str, EngineRecord | None]:
+        """The cache's records of *domain*, a read asked for the next round when
+        they are stale or missing (riding)."""
         cached = self._cache.get(domain)
-        records = cached[1] if cached is not None else {}
-        self._remember(domain, cached[0] if cached else -float("inf"), records)
-        records[engine] = replace(record)
-        if len(domain) <= MAX_DOMAIN:
-            value = bounded(json.dumps(asdict(record)).encode(), "an engine record")
-            field = self.field(domain, engine)
-            base = self._pending[field][0] if field in self._pending else self._bases.get(field)
-            self._pending[field] = (base or b"", value)
-        self._maybe_flush()
+        if cached is None or self.clock() - cached[0] >= self.ttl:
+            if len(domain) <= MAX_DOMAIN:
+                self._to_read.add(domain)
+            if cached is None:
+                return self._remember(domain, -float("inf"), self._own(domain))[1]
+        self._cache.move_to_end(domain)
+        return cached[1]
+
+    def put(self, domain: str, engine: str, record: EngineRecord) -> None:
+        with self._lock:
+            cached = self._cache.get(domain)
+            records = cached[1] if cached is not None else {}
+            self._remember(domain, cached[0] if cached else -float("inf"), records)
+            records[engine] = replace(record)
+            if len(domain) <= MAX_DOMAIN:
+                value = bounded(json.dumps(asdict(record)).encode(), "an engine record")
+                field = self.field(domain, engine)
+                pending = self._pending.get(field) or self._round[0].get(field)
+                base = pending[0] if pending else self._bases.get(field)
+                self._pending[field] = (base or b"", value)
+        if not self.riding:
+            self._maybe_flush()
+
+    # -- riding the link's rounds (its thread)
+
+    def prefetch(self, hosts: Any) -> bool:
+        """Ask for the records of the domains of *hosts* the cache does not hold
+        (True: some), for the link to read before it hands their requests out."""
+        with self._lock:
+            new = {h for h in hosts if h not in self._cache and len(h) <= MAX_DOMAIN}
+            self._to_read |= new
+        return bool(new)
+
+    def due(self, now: float) -> bool:
+        return bool(self._to_read) or bool(
+            self._pending and now - self._flushed_at >= self.flush_seconds
+        )
+
+    def calls(self, now: float) -> list[tuple[Any, ...]]:
+        key = self.keys.key("history")
+        with self._lock:
+            flushing = self._pending if self._flush_due(now) else {}
+            if flushing:
+                self._pending, self._flushed_at = {}, now
+            reading, self._to_read = sorted(self._to_read), set()
+        self._round = (flushing, reading)
+        commands: list[tuple[Any, ...]] = []
+        if flushing:
+            args = [part for field, (base, new) in flushing.items() for part in (field, base, new)]
+            commands.append(("EVALSHA", self._merge_script.sha, 1, key, *args))
+        for domain in reading:
+            commands.append(("HMGET", key, *(self.field(domain, e) for e in self.engines)))
+        return commands
+
+    def answered(self, replies: list[Any]) -> None:
+        flushing, reading = self._round
+        error = next((r for r in replies if isinstance(r, Exception)), None)
+        if error is not None:
+            if "NOSCRIPT" in str(error):  # a restarted Redis: loaded for the next round
+                self.client.script_load(_MERGE)
+            self.failed(error)
+            return
+        self.outage.answered()
+        self._round = ({}, [])
+        with self._lock:
+            if flushing:
+                self._merged(flushing, replies[0])
+            for domain, raws in zip(reading, replies[1 if flushing else 0 :], strict=True):
+                self._records(domain, raws)
+
+    def failed(self, error: Exception) -> None:
+        flushing, reading = self._round
+        self._round = ({}, [])
+        with self._lock:
+            self._pending = {**flushing, **self._pending}
+            self._to_read.update(reading)
+        self.outage.failed(error)
 
     def flush(self) -> None:
         """Write the pending records (one ``HSET``); while Redis is away they stay
@@ -130,10 +221,15 @@ class RedisHistoryStore:
         try:
             merged = self._merge_script(keys=[self.keys.key("history")], args=args)
         except REDIS_DOWN as error:
-            self._pending = {**pending, **self._pending}
+            with self._lock:
+                self._pending = {**pending, **self._pending}
             self.outage.failed(error)
             return
         self.outage.answered()
+        with self._lock:
+            self._merged(pending, merged)
+
+    def _merged(self, pending: dict[bytes, tuple[bytes, bytes]], merged: list[bytes]) -> None:
         for field, raw in zip(pending, merged, strict=True):
             self._bases[field] = raw
             domain, _, engine = field.decode().partition("\0")
@@ -145,10 +241,13 @@ class RedisHistoryStore:
     def _merge_script(self) -> Any:
         return self.client.register_script(_MERGE)
 
+    def _flush_due(self, now: float) -> bool:
+        return len(self._pending) >= self.flush_every or bool(
+            self._pending and now - self._flushed_at >= self.flush_seconds
+        )
+
     def _maybe_flush(self) -> None:
-        if len(self._pending) >= self.flush_every or (
-            self._pending and self.clock() - self._flushed_at >= self.flush_seconds
-        ):
+        if self._flush_due(self.clock()):
             self.flush()
 
     def _read(self, domain: str) -> tuple[float, dict[str, EngineRecord | None]]:
@@ -162,28 +261,41 @@ class RedisHistoryStore:
                 cached = self._cache.get(domain)
                 return self._remember(domain, self.clock(), cached[1] if cached else {})
             self.outage.answered()
-            for engine, raw in zip(self.engines, raws, strict=True):
-                self._bases[self.field(domain, engine)] = raw or b""
-                records[engine] = self._parse(domain, engine, raw)
-        for field, (_, value) in self._pending.items():  # this node's writes not yet out
-            name, _, engine = field.decode().partition("\0")
-            if name == domain:
-                records[engine] = self._parse(domain, engine, value)
+            return self._records(domain, raws)
         cached = self._cache.get(domain)
-        if cached is not None and len(domain) > MAX_DOMAIN:
+        if cached is not None:
             records = cached[1]  # not shared: the cache is the only copy
         return self._remember(domain, self.clock(), records)
+
+    def _records(self, domain: str, raws: list[bytes | None]) -> Any:
+        """*domain*'s records as Redis gave them, with this node's writes not yet out."""
+        records: dict[str, EngineRecord | None] = {}
+        for engine, raw in zip(self.engines, raws, strict=True):
+            self._bases[self.field(domain, engine)] = raw or b""
+            records[engine] = self._parse(domain, engine, raw)
+        records.update(self._own(domain))
+        return self._remember(domain, self.clock(), records)
+
+    def _own(self, domain: str) -> dict[str, EngineRecord | None]:
+        own: dict[str, EngineRecord | None] = {}
+        for pending in (self._round[0], self._pending):  # this node's writes not yet in
+            for field, (_, value) in pending.items():
+                name, _, engine = field.decode().partition("\0")
+                if name == domain:
+                    own[engine] = self._parse(domain, engine, value)
+        return own
 
     def _remember(
         self, domain: str, read_at: float, records: dict[str, EngineRecord | None]
     ) -> tuple[float, dict[str, EngineRecord | None]]:
-        entry = self._cache[domain] = (read_at, records)
-        self._cache.move_to_end(domain)
-        while len(self._cache) > self.cache_size:
-            gone, _ = self._cache.popitem(last=False)
-            for engine in self.engines:
-                self._bases.pop(self.field(gone, engine), None)  # a pending one keeps its own
-        return entry
+        with self._lock:
+            entry = self._cache[domain] = (read_at, records)
+            self._cache.move_to_end(domain)
+            while len(self._cache) > self.cache_size:
+                gone, _ = self._cache.popitem(last=False)
+                for engine in self.engines:
+                    self._bases.pop(self.field(gone, engine), None)  # a pending one keeps its own
+            return entry
 
     def _parse(self, domain: str, engine: str, raw: bytes | None) -> EngineRecord | None:
         if raw is None:

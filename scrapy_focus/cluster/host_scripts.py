@@ -89,3 +89,8 @@ return {
   redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf'),
 }
 """
+
+# Returns the keys leased to this node now (its lease set), to run in a round's pipeline.
+MINE = r"""
+return redis.call('SMEMBERS', nkey(NODE))
+"""

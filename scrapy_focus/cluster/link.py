@@ -2,25 +2,24 @@
 
 The reactor thread only ever touches memory: it queues what it has to say
 (pushes, releases, acknowledgements, backoffs...) with :meth:`send`, and takes
-leased entries from :attr:`inbox`.  The link's thread, woken by every
-:meth:`send` and at least every tick, makes *rounds*: everything queued of the
-common kinds (pushes, releases, acknowledgements, whatever their number), a
-heartbeat when due, a lease when the inbox is empty and the node asked for
-work (:meth:`want`), and a status poll when due go to Redis in ONE pipelined
-round trip; the rarer messages (a host's policy, a backoff...) each make their
-own call first.  A batch of leased entries wakes the engine
+leased entries from :attr:`inbox`.  The link's thread looks at least every tick
+and makes a *round* only when one is worth a trip (:mod:`~.pacing` decides:
+messages linger a few milliseconds for company, leases are asked ahead of the
+downloader's needs, an empty lease backs off): everything queued of the common
+kinds (pushes, releases, acknowledgements, whatever their number), a heartbeat,
+a lease and a status poll when due, and the other seams' exchanges
+(:mod:`~.riders`: counters, history, breaker, link model) go to Redis in ONE
+pipelined round trip; the rarer messages (a host's policy, a backoff...) each
+make their own call first.  A batch of leased entries wakes the engine
 (``reactor.callFromThread``), so a node waiting for work costs no CPU.
 
-Redis going away: a round that fails with
-:class:`~scrapy_focus.cluster.entries.ClusterUnavailable` keeps its messages
-(said again: each is idempotent), is logged once per outage, and is tried again
-after a backoff doubling up to ``FOCUS_CLUSTER_MAX_BACKOFF``; the return of
-Redis is logged too.  A lease is the one call that is not idempotent: one whose
-reply was lost left entries leased to this node that it never received, so
-every status poll compares the node's leases in Redis with the keys it holds
-and gives back the others in their places (``unlease``).  A message Redis
-refused for another reason is logged and dropped (it would fail again), so one
-bad message cannot wedge the link.
+Redis going away: a failed round keeps its messages (each is idempotent, said
+again), is logged once per outage and tried again after a backoff doubling up to
+``FOCUS_CLUSTER_MAX_BACKOFF``.  A lease is not idempotent: one whose reply was
+lost left entries leased to this node that it never received, so each status
+poll reads the node's leases in the same round and gives back those it does not
+hold (``unlease``).  A message Redis refused for another reason is logged and
+dropped, so one bad message cannot wedge the link.
 
 Closing: :meth:`idle` is True once the cluster had nothing queued and nothing
 leased (and this node nothing unsaid) on two status polls at least
@@ -39,6 +38,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy_focus.cluster.entries import ClusterUnavailable
+from scrapy_focus.cluster.pacing import Pacing
+from scrapy_focus.cluster.riders import Riders
+from scrapy_focus.cluster.singles import flush_if_done, say
 
 if TYPE_CHECKING:
     from scrapy_focus.cluster.entries import Call, LeaseBatch, Leased, Status
@@ -48,10 +50,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TICK = 0.05  # seconds between two looks when nothing wakes the thread
-IDLE_LOOK = 0.5  # seconds between two leases while the cluster has nothing ready
-# The kinds of message, in the order they are said: pushes first, so an
-# acknowledgement never reaches Redis before the links its page led to.
-# Said in one pipelined call per round, whatever their number.
+IDLE_LOOK = 0.5  # seconds between two leases at most while the cluster has nothing ready
+# Said in one pipelined call per round, pushes first: an acknowledgement never
+# reaches Redis before the links its page led to.
 BATCHED = ("push", "release", "ack")
 # Rarer, each its own call, said first (a host's policy before its first push).
 SINGLE = ("state", "set_policy", "unlease", "requeue", "backoff", "hold", "quarantine")
@@ -71,13 +72,14 @@ class ClusterLink:
         on_pushed: Callable[[list[bool]], None] = lambda results: None,
         on_status: Callable[[Status, dict[str, int]], None] = lambda status, counts: None,
         clock: Callable[[], float] = time.monotonic,
+        room: Callable[[], int] | None = None,
     ) -> None:
         self.frontier = frontier
         self.config = config
         self._wake = wake
         self.buffer = max(1, buffer)
         self._put_state = put_state
-        self._on_pushed = on_pushed
+        self._on_pushed, self._on_status = on_pushed, on_status
         self.clock = clock
         self.inbox: collections.deque[Leased] = collections.deque()
         self._outbox: dict[str, list[Any]] = {kind: [] for kind in KINDS}
@@ -88,17 +90,32 @@ class ClusterLink:
         self._room = 1
         self._thread: threading.Thread | None = None
         self.status: Status | None = None
-        self._on_status = on_status
         self._flush = False
         self._idle_polls: list[float] = []  # when the cluster was seen idle, in a row
-        self._last_heartbeat = -float("inf")
-        self._last_status = -float("inf")
+        # How many more requests the downloader takes now: read from this thread
+        # (a len() of the engine's set, which the GIL keeps whole), else want()'s.
+        self._room_of = room
+        self.pacing = Pacing(
+            linger=config.linger,
+            ahead=config.lease_ahead,
+            retry_max=IDLE_LOOK,
+            heartbeat=config.heartbeat,
+            status=config.idle_check,
+        )
+        self._since: float | None = None  # the oldest unsaid batched message's time
+        self._waiting = 0  # and how many wait
+        self.riders = Riders()  # the other seams' exchanges (riders.py)
         self.down_since: float | None = None
         self.round_trips = 0
+        self.trips: collections.Counter[str] = collections.Counter()  # rounds by part
         self._held: set[bytes] = set()  # keys leased to this node and not given up yet
         self._suspect_orphans = False
 
     # -- the reactor's side
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="focus-cluster", daemon=True)
@@ -107,16 +124,30 @@ class ClusterLink:
     def send(self, kind: str, message: Any) -> None:
         with self._lock:
             self._outbox[kind].append(message)
-        self._event.set()
+            wake = kind in SINGLE or self._since is None or self._waiting >= self.pacing.full
+            if kind not in SINGLE:
+                self._waiting += 1
+                self._since = self._since or self.clock()
+        if wake:  # the thread knows when the linger ends: no wake per message
+            self._event.set()
 
     def want(self, room: int) -> None:
-        """The node's downloader has room for *room* more requests: lease that
-        many (at most ``buffer``), so that no leased entry waits in the inbox
-        while its host's turn, reserved at the lease, runs."""
+        """The engine asks for requests and its downloader has room for *room*
+        more: the link leases up to that many plus ``FOCUS_CLUSTER_LEASE_AHEAD``
+        (at most ``buffer`` plus that), and keeps the inbox that full."""
         self._room = max(1, min(room, self.buffer))
-        if not self._wanted:
+        if not self._wanted or not self.inbox:
             self._wanted = True
             self._event.set()
+
+    def took(self) -> None:
+        """The engine took an entry from the inbox: lease again if it ran down."""
+        if self._wanted and len(self.inbox) <= self.room():
+            self._event.set()
+
+    def room(self) -> int:
+        room = self._room_of() if self._room_of is not None else self._room
+        return max(1, min(room, self.buffer))
 
     def unsaid(self) -> int:
         with self._lock:
@@ -150,9 +181,11 @@ class ClusterLink:
     def _run(self) -> None:
         backoff = 0.0
         while True:
-            self._event.wait(backoff or TICK)
+            self._event.wait(backoff or self._pause())
             self._event.clear()
             stopping = self._stopping
+            if not (backoff or stopping or self._worth_a_trip(self.clock())):
+                continue
             try:
                 self._round()
             except ClusterUnavailable as error:
@@ -168,22 +201,9 @@ class ClusterLink:
                 self.down_since = None
             backoff = 0.0
             if stopping:
-                self._flush_if_done()
+                if self._flush:
+                    flush_if_done(self.frontier)
                 return
-
-    def _flush_if_done(self) -> None:
-        if not self._flush:
-            return
-        try:
-            status = self.frontier.status()
-            if status.queued or status.leased:
-                logger.info("Cluster: other nodes still have work; the crawl's keys stay")
-                return
-            removed = self.frontier.flush()
-        except ClusterUnavailable as error:
-            logger.error("Cluster: the crawl's keys could not be deleted: %s", error)
-            return
-        logger.info("Cluster: the crawl is done; deleted its %d key(s)", removed)
 
     def _unavailable(self, error: Exception, backoff: float) -> float:
         if self.down_since is None:
@@ -197,14 +217,35 @@ class ClusterLink:
         self._idle_polls.clear()
         return min(self.config.max_backoff, max(0.1, backoff * 2))
 
-    def _round(self) -> None:
-        """One look, ONE round trip for the common case: the round's pushes,
-        releases and acknowledgements, a heartbeat, a lease and a status poll
-        when due, pipelined (raises ClusterUnavailable, everything kept)."""
-        self._say_single()
-        now = self.clock()
-        taken = {kind: self._take(kind) for kind in BATCHED}
-        frontier = self.frontier
+    def _pause(self) -> float:
+        return self.pacing.pause(self.clock(), self._since, self._lease_size() > 0, TICK)
+
+    def _lease_size(self) -> int:
+        if not self._wanted or self._stopping:
+            return 0
+        return self.pacing.lease_need(self.room(), len(self.inbox))
+
+    def _worth_a_trip(self, now: float) -> bool:
+        """A round now, or not yet (see :mod:`~.pacing`)."""
+        pacing = self.pacing
+        with self._lock:
+            single = any(self._outbox[kind] for kind in SINGLE)
+            waiting, since = self._waiting, self._since
+            releasing = bool(self._outbox["release"])
+        leasing = self._lease_size() > 0
+        return (
+            single
+            or pacing.messages_due(now, waiting, since)
+            or (leasing and (pacing.lease_due(now, False) or (releasing and not self.inbox)))
+            or pacing.heartbeat_due(now, False)
+            or pacing.status_due(now, False)
+            or self.riders.due(now)
+        )
+
+    def _plan(self, now: float, taken: dict[str, list[Any]]) -> tuple[list[str], list[Call], Any]:
+        """What this round says: the messages taken, the periodic parts due or worth
+        their ride, the riders' commands (and their spans)."""
+        frontier, pacing = self.frontier, self.pacing
         parts: list[str] = []
         calls: list[Call] = []
         for kind, make in (
@@ -215,22 +256,43 @@ class ClusterLink:
             if taken[kind]:
                 parts.append(kind)
                 calls.append(make(taken[kind]))
-        if now - self._last_heartbeat >= self.config.heartbeat:
+        riding = bool(calls)
+        if pacing.heartbeat_due(now, riding):
+            pacing.last_heartbeat = now  # tried: not again at once if refused
             parts.append("heartbeat")
             calls.append(frontier.heartbeat_call())
-        if self._wanted and not self._stopping and not self.inbox:
+        size = self._lease_size()
+        if size and pacing.lease_due(now, bool(taken["release"])):
             parts.append("lease")
-            calls.append(frontier.lease_call(self._room))
-        if now - self._last_status >= self.config.idle_check:
-            parts.append("status")
-            calls.append(frontier.status_call())
+            calls.append(frontier.lease_call(size))
+        if pacing.status_due(now, riding or bool(calls)):
+            pacing.last_status = now
+            parts += ["status", "mine"]
+            calls += [frontier.status_call(), frontier.my_leases_call()]
+        spans: list[Any] = []
+        if calls or self._stopping or self.riders.due(now):  # riders alone: when due
+            extra, spans = self.riders.calls(now)
+            parts += ["ride"] * len(extra)
+            calls += extra
+        return parts, calls, spans
+
+    def _round(self) -> None:
+        """One look, ONE round trip for the common case (see the module docstring;
+        raises ClusterUnavailable, everything kept)."""
+        self._say_single()
+        now = self.clock()
+        with self._lock:
+            taken = {kind: self._take(kind) for kind in BATCHED}
+            self._waiting, self._since = 0, None
+        parts, calls, spans = self._plan(now, taken)
         if not calls:
             return
         if taken["push"] or taken["release"] or taken["ack"]:
             self._idle_polls.clear()  # what is said may be new work: look again
         try:
-            results = frontier.run(calls)
-        except ClusterUnavailable:
+            results = self.frontier.run(calls)
+        except ClusterUnavailable as error:
+            self.riders.failed(spans, error)
             for kind in BATCHED:
                 self._put_back(kind, taken[kind])
             # A lease whose reply was lost is out in this node's name: found at the
@@ -238,46 +300,55 @@ class ClusterLink:
             self._suspect_orphans = self._suspect_orphans or "lease" in parts
             raise
         self.round_trips += 1
-        for part, result in zip(parts, results, strict=True):
+        self.trips.update(set(parts))
+        self.trips["rounds"] += 1
+        first = len(parts) - parts.count("ride")
+        self.riders.answered(spans, results[first:])
+        mine = None
+        for part, result, call in zip(parts[:first], results[:first], calls[:first], strict=True):
             if isinstance(result, Exception):
                 logger.error("Cluster: Redis refused this node's %s: %s", part, result)
-                continue
-            self._received(part, result, taken, now)
-        if "status" in parts or self._suspect_orphans:
-            self._recover()
+            elif part == "mine":
+                mine = result
+            else:
+                self._received(part, result, taken, now, call)
+        if mine is not None or self._suspect_orphans:
+            self._recover(mine)
 
-    def _received(self, part: str, result: Any, taken: dict[str, list[Any]], now: float) -> None:
+    def _received(self, part: str, result: Any, taken: Any, now: float, call: Call) -> None:
         if part == "push":
             self._on_pushed(result)
         elif part == "ack":
             self._held.difference_update(taken["ack"])
-        elif part == "heartbeat":
-            self._last_heartbeat = now
         elif part == "lease":
-            self._leased(result)
+            self._leased(result, call.args[0], now)
         elif part == "status":
             self._polled(result, now)
 
     def _take(self, kind: str) -> list[Any]:
-        with self._lock:
-            messages, self._outbox[kind] = self._outbox[kind], []
+        """The messages of *kind* (call with the lock held)."""
+        messages, self._outbox[kind] = self._outbox[kind], []
         return messages
 
     def _put_back(self, kind: str, messages: list[Any]) -> None:
         if messages:
             with self._lock:  # said again, before anything queued since
                 self._outbox[kind][:0] = messages
+                if kind in BATCHED:
+                    self._waiting += len(messages)
+                    self._since = self._since or self.clock()
 
     def _say_single(self) -> None:
         """The rarer messages, each its own call, before the batched ones (a host's
         policy before its first push)."""
         for kind in SINGLE:
-            messages = self._take(kind)
+            with self._lock:
+                messages = self._take(kind)
             if not messages:
                 continue
             self._idle_polls.clear()
             try:
-                self._say_kind(kind, messages)
+                say(self.frontier, kind, messages, self._held, self._put_state)
             except ClusterUnavailable:
                 self._put_back(kind, messages)
                 raise
@@ -287,49 +358,26 @@ class ClusterLink:
                 )
             self.round_trips += 1
 
-    def _say_kind(self, kind: str, messages: list[Any]) -> None:
-        frontier = self.frontier
-        if kind == "unlease":
-            frontier.unlease(messages)
-            self._held.difference_update(messages)
-        elif kind == "requeue":
-            for entry, score in messages:
-                frontier.requeue(entry, score)
-                self._held.discard(entry.key)
-        elif kind == "set_policy":
-            for host, delay, concurrency in messages:
-                frontier.set_policy(host, delay, concurrency)
-        elif kind == "backoff":
-            for host, seconds in messages:
-                frontier.backoff(host, seconds)
-        elif kind == "hold":
-            for host, why in messages:
-                frontier.hold(host, why)
-        elif kind == "state":
-            for name, value in messages:
-                self._put_state(name, value)
-        elif kind == "quarantine":
-            for key, payload, reason in messages:
-                frontier.quarantine(key, payload, reason)
-                self._held.discard(key)
-
-    def _leased(self, batch: LeaseBatch) -> None:
+    def _leased(self, batch: LeaseBatch, asked: int, now: float) -> None:
+        busy = bool(self.inbox) or self.room() < self.buffer
+        self.pacing.leased(now, asked, len(batch.entries), batch.wait, busy)
         if batch.entries:
             self._held.update(entry.key for entry in batch.entries)
+            hosts = {entry.host for entry in batch.entries}
+            self.round_trips += self.riders.prefetch(hosts, self.frontier.run, now)
             self.inbox.extend(batch.entries)
-            self._wanted = False
             self._idle_polls.clear()
             self._wake()
-        else:
-            # Nothing ready: look again when the first host is, or soon (another
-            # node's pushes do not wake this thread), unless a message comes first.
-            self._event.wait(min(batch.wait if batch.wait is not None else IDLE_LOOK, IDLE_LOOK))
 
-    def _recover(self) -> None:
+    def _recover(self, mine: set[bytes] | None) -> None:
         """Give back what Redis leased to this node and the node never received (a
-        reply lost to an outage or to a retry inside the client)."""
-        orphans = self.frontier.my_leases() - self._held
-        self.round_trips += 1
+        reply lost to an outage or to a retry inside the client); *mine*: the
+        node's leases as this round read them, else read now."""
+        if mine is None:
+            mine = self.frontier.my_leases()
+            self.round_trips += 1
+            self.trips["mine"] += 1
+        orphans = mine - self._held
         self._suspect_orphans = False
         if orphans:
             self.frontier.unlease(sorted(orphans))
@@ -341,8 +389,8 @@ class ClusterLink:
 
     def _polled(self, status: Status, now: float) -> None:
         self.status = status
-        self._last_status = now
         counts = {**self.frontier.stats, "focus/cluster/round_trips": self.round_trips}
+        counts.update({f"focus/cluster/round_trips/{p}": n for p, n in self.trips.items()})
         self._on_status(status, counts)
         if status.queued or status.leased or self.inbox or self.unsaid():
             self._idle_polls.clear()

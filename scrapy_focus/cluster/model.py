@@ -21,12 +21,16 @@ may add to them in any order.  The contract of :class:`RedisLinkModel`:
   to groups already there (a new group is not learnt, as the local model forgets
   its oldest);
 * a field whose value is not a number is quarantined and left out of the copy;
-  while Redis is away the buffer keeps growing and goes out when it answers.
+  while Redis is away the buffer keeps growing and goes out when it answers;
+* on a cluster node (:meth:`RedisLinkModel.ride`) the flushes ride the node's
+  link rounds (:mod:`~.riders`), off the reactor; :meth:`~RedisLinkModel.flush`
+  (at close) is still a call of its own.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Iterable
 from functools import cached_property
@@ -73,6 +77,14 @@ class RedisLinkModel:
         self._shared_drift = 0.0
         self._flushed_at = -float("inf")
         self.outage = Outage("the link model")
+        self.riding = False
+        self._lock = threading.Lock()  # the buffer, when the link's thread flushes it
+        self._sending: dict[str, list[float]] = {}  # in the round under way
+
+    def ride(self, link: Any) -> None:
+        """Flush with *link*'s rounds, on its thread, from now on."""
+        self.riding = True
+        link.riders.add(self)
 
     # -- LinkModelState
 
@@ -94,14 +106,15 @@ class RedisLinkModel:
         return estimate
 
     def update(self, chain: Iterable[str], residual: float, weight: float = 1.0) -> None:
-        for group in chain:
-            name = group_field(group)
-            buffered = self._buffer.setdefault(name, [0.0, 0.0])
-            buffered[0] += weight
-            buffered[1] += weight * residual
-            counts = self._counts(name) or [0.0, 0.0]
-            self._buffered_drift += weight * abs(residual) / (counts[0] + self.pseudo)
-        self._buffered_updates += 1
+        with self._lock:
+            for group in chain:
+                name = group_field(group)
+                buffered = self._buffer.setdefault(name, [0.0, 0.0])
+                buffered[0] += weight
+                buffered[1] += weight * residual
+                counts = self._counts(name) or [0.0, 0.0]
+                self._buffered_drift += weight * abs(residual) / (counts[0] + self.pseudo)
+            self._buffered_updates += 1
         self._maybe_flush()
 
     def to_bytes(self) -> bytes:
@@ -117,19 +130,80 @@ class RedisLinkModel:
     # -- the shared sums
 
     def _counts(self, name: str) -> list[float] | None:
-        shared, buffered = self.shared.get(name), self._buffer.get(name)
-        if buffered is None:
-            return shared
-        if shared is None:
-            return list(buffered)
-        return [shared[0] + buffered[0], shared[1] + buffered[1]]
+        found = [
+            counts
+            for counts in (self.shared.get(name), self._sending.get(name), self._buffer.get(name))
+            if counts is not None
+        ]
+        if not found:
+            return None
+        return [sum(c[0] for c in found), sum(c[1] for c in found)]
+
+    def _flush_due(self, now: float) -> bool:
+        if self._buffered_updates >= self.flush_every:
+            return True
+        return now - self._flushed_at >= self.flush_seconds
 
     def _maybe_flush(self) -> None:
-        if (
-            self._buffered_updates >= self.flush_every
-            or self.clock() - self._flushed_at >= self.flush_seconds
-        ):
+        if not self.riding and self._flush_due(self.clock()):
             self.flush()
+
+    # -- riding the link's rounds (its thread)
+
+    def due(self, now: float) -> bool:
+        return bool(self._buffered_updates) and now - self._flushed_at >= self.flush_seconds
+
+    def calls(self, now: float) -> list[tuple[Any, ...]]:
+        if not self._flush_due(now):
+            return []
+        self._sending = self._take(now)
+        args = self._args(self._sending)
+        return [("EVALSHA", self._script.sha, 1, self.keys.key("model"), *args)]
+
+    def answered(self, replies: list[Any]) -> None:
+        reply = replies[0]
+        if isinstance(reply, Exception):
+            if "NOSCRIPT" in str(reply):  # a restarted Redis: loaded for the next round
+                self.client.script_load(_FLUSH)
+            self.failed(reply)
+            return
+        self.outage.answered()
+        with self._lock:
+            self._sending = {}
+            self._read_back(reply)
+
+    def failed(self, error: Exception) -> None:
+        self._give_back(self._sending)
+        self._sending = {}
+        self.outage.failed(error)
+
+    def _take(self, now: float) -> dict[str, list[float]]:
+        """The buffer, taken out of it (its updates and drift under ``""``)."""
+        self._flushed_at = now
+        with self._lock:
+            taken, self._buffer = self._buffer, {}
+            taken[""] = [float(self._buffered_updates), self._buffered_drift]
+            self._buffered_updates, self._buffered_drift = 0, 0.0
+        return taken
+
+    def _give_back(self, taken: dict[str, list[float]]) -> None:
+        with self._lock:
+            for name, (weight, residual) in taken.items():
+                if name == "":
+                    self._buffered_updates += int(weight)
+                    self._buffered_drift += residual
+                    continue
+                buffered = self._buffer.setdefault(name, [0.0, 0.0])
+                buffered[0] += weight
+                buffered[1] += residual
+
+    def _args(self, taken: dict[str, list[float]]) -> list[Any]:
+        updates, drift = taken[""]
+        args: list[Any] = [self.max_groups, int(updates), repr(drift)]
+        for name, (weight, residual) in taken.items():
+            if name:
+                args += [name, repr(weight), repr(residual)]
+        return args
 
     @cached_property
     def _script(self) -> Any:
@@ -137,18 +211,16 @@ class RedisLinkModel:
 
     def flush(self) -> None:
         """Add the buffer to Redis and read the cluster's sums back: one script call."""
-        self._flushed_at = self.clock()
-        args: list[Any] = [self.max_groups, self._buffered_updates, repr(self._buffered_drift)]
-        for name, (weight, residual) in self._buffer.items():
-            args += [name, repr(weight), repr(residual)]
+        taken = self._take(self.clock())
         try:
-            flat = self._script(keys=[self.keys.key("model")], args=args)
+            flat = self._script(keys=[self.keys.key("model")], args=self._args(taken))
         except REDIS_DOWN as error:
+            self._give_back(taken)
             self.outage.failed(error)
             return
         self.outage.answered()
-        self._buffer, self._buffered_updates, self._buffered_drift = {}, 0, 0.0
-        self._read_back(flat)
+        with self._lock:
+            self._read_back(flat)
 
     def _read_back(self, flat: list[bytes]) -> None:
         shared: dict[str, list[float]] = {}

@@ -120,6 +120,7 @@ class NodeStore:
             if leased.host == host:
                 del inbox[index]
                 self.last_taken = leased.key
+                self.link.took()
                 return Entry(host, leased.priority, leased.score, leased.payload, leased.key)
         return None
 

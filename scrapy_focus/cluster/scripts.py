@@ -379,7 +379,7 @@ def register(client: Any) -> dict[str, Any]:
     from scrapy_focus.cluster import host_scripts
 
     mine = ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")
-    theirs = ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS")
+    theirs = ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS", "MINE")
     return {
         **{name: client.register_script(LIB + globals()[name]) for name in mine},
         **{name: client.register_script(LIB + getattr(host_scripts, name)) for name in theirs},

@@ -19,7 +19,9 @@ scheduler's wiring).  The contract:
 * a malformed value a part reads back is counted in the crawler's stats as
   ``focus/cluster/malformed`` (and quarantined: :mod:`~.values`);
 * the link model's shared state replaces the link scorer's model when the crawl
-  has a topic (``FocusRuntime.of(crawler).model.scorer.model``).
+  has a topic (``FocusRuntime.of(crawler).model.scorer.model``);
+* on a node whose cluster frontier's link runs, the parts' exchanges ride the
+  link's rounds (:func:`ride_link`): the reactor never waits on Redis for them.
 """
 
 from __future__ import annotations
@@ -127,6 +129,10 @@ class ClusterParts:
         names = ("counters", "history", "breaker", "model", "state", "quarantine:seams")
         return [self.keys.key(*name.split(":")) for name in names]
 
+    def riders(self) -> list[Any]:
+        parts = (self.counters, self.history, self.breaker_states, self.model)
+        return [part for part in parts if part is not None and hasattr(part, "ride")]
+
     def flush(self) -> None:
         """Write what the parts hold back (history, link model sums)."""
         self.history.flush()
@@ -142,6 +148,21 @@ def _share_link_model(runtime: FocusRuntime, parts: ClusterParts) -> None:
         )
         model.stats = runtime.crawler.stats
         scorer.model = parts.model = model
+        ride_link(runtime.crawler)
+
+
+def ride_link(crawler: Crawler) -> None:
+    """On a node whose link runs (the cluster frontier's), the parts' exchanges
+    ride the link's rounds, off the reactor (:mod:`~.riders`); called when the
+    link starts and when a part is made later.  Elsewhere (these seams without the
+    cluster frontier) they stay the parts' own calls."""
+    parts = crawler.__dict__.get(_ATTRIBUTE)
+    node = FocusRuntime.of(crawler).__dict__.get("cluster")
+    link = getattr(node, "link", None)
+    if parts is None or link is None or not link.started:
+        return
+    for part in parts.riders():
+        part.ride(link)
 
 
 def install(crawler: Crawler) -> ClusterParts | None:
@@ -177,5 +198,6 @@ def install(crawler: Crawler) -> ClusterParts | None:
         )
     runtime.on_close(parts.flush)
     setattr(crawler, _ATTRIBUTE, parts)
+    ride_link(crawler)
     crawler.signals.connect(keys.started, signal=signals.engine_started, weak=False)
     return parts

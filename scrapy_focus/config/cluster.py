@@ -81,4 +81,6 @@ def read_cluster(read: Reader) -> ClusterConfig:
         ignored_redis_settings=tuple(
             name for name in SCRAPY_REDIS_SETTINGS if read.settings.get(name) is not None
         ),
+        linger=max(0.0, read("FOCUS_CLUSTER_LINGER")),
+        lease_ahead=max(0, read("FOCUS_CLUSTER_LEASE_AHEAD")),
     )

@@ -189,6 +189,8 @@ class ClusterConfig:
     flush_on_close: bool
     seen_expected: int = 1_000_000  # URLs the seen set is sized for (cluster/seen.py)
     ignored_redis_settings: tuple[str, ...] = ()  # scrapy-redis settings the user set
+    linger: float = 0.03  # seconds a message waits for company (cluster/pacing.py)
+    lease_ahead: int = 4  # leased entries kept beyond the downloader's room
 
 
 @dataclass(frozen=True)

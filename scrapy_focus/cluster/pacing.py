@@ -1,0 +1,100 @@
+"""When the node's link makes a round trip to Redis: :class:`Pacing`, pure decisions.
+
+A round is one pipelined round trip (:mod:`~.link`).  Rounds cost the node and
+Redis per round, not per message, so the link makes one only when it is worth a
+trip, and then says everything that is waiting in it:
+
+* **messages linger**: a push, release or acknowledgement waits at most
+  ``linger`` seconds for company (Nagle-like), or goes at once when ``full`` of
+  them wait; so a round carries several pages' messages.  A release lingering
+  keeps its host's turn taken that long: with a delay the next request waits
+  ``linger`` more after the delay, never less (politeness holds);
+* **leases ahead**: the link keeps up to ``ahead`` leased entries beyond what the
+  downloader has room for, and leases again once the buffer has run down to the
+  downloader's room, so a lease round brings several entries and the downloader
+  does not wait on Redis.  Each entry keeps its host's turn while it waits in the
+  buffer, so politeness holds as the lease script decides it (a host has no more
+  entries out, buffered or fetched, than its concurrency);
+* **an empty lease backs off**: when Redis has nothing ready for this node, the
+  next try is when the first host is ready by time (the lease says when), or
+  with the node's next release (a round it makes anyway, and its releases free
+  hosts), or at the latest after ``retry`` seconds: ``retry_max`` while the node
+  has requests out, else doubling from ``retry_min`` (another node's release
+  frees a host without telling this one);
+* **a starving node does not linger**: a release while the node has nothing
+  buffered goes at once, with a lease (on one host, the next page waits for it);
+* **the periodic parts ride along**: a heartbeat or status poll joins any round
+  made once half its period has passed, and makes its own round only when due.
+
+Times are the link's monotonic clock; nothing here talks to Redis or reads a lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Pacing:
+    """The link's round-trip decisions (see the module docstring)."""
+
+    linger: float = 0.03
+    full: int = 64
+    ahead: int = 4
+    retry_min: float = 0.02
+    retry_max: float = 0.5
+    heartbeat: float = 2.0
+    status: float = 3.0
+    # -- state
+    lease_after: float = -float("inf")  # no lease is tried before
+    retry: float = 0.0  # the current empty-lease backoff (0: the last lease brought work)
+    last_heartbeat: float = -float("inf")
+    last_status: float = -float("inf")
+
+    def lease_need(self, room: int, buffered: int) -> int:
+        """Entries to ask for now: up to the downloader's *room* plus ``ahead``, once the
+        *buffered* entries are no more than the room (0: not worth a lease yet)."""
+        if buffered > max(1, room):
+            return 0
+        return max(1, room) + self.ahead - buffered
+
+    def lease_due(self, now: float, releasing: bool) -> bool:
+        return releasing or now >= self.lease_after
+
+    def leased(self, now: float, asked: int, got: int, wait: float | None, busy: bool) -> None:
+        """A lease's outcome: a full one lets the next go at once; a short or empty
+        one waits (see the module docstring); *busy*: the node has requests out."""
+        if got >= asked:
+            self.retry, self.lease_after = 0.0, now
+            return
+        if busy:
+            self.retry = self.retry_max
+        elif got:
+            self.retry = self.retry_min
+        else:
+            self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
+        ready = float("inf") if wait is None else max(wait, 0.001)
+        self.lease_after = now + min(self.retry, ready)
+
+    def messages_due(self, now: float, waiting: int, since: float | None) -> bool:
+        return waiting >= self.full or (since is not None and now - since >= self.linger)
+
+    def heartbeat_due(self, now: float, riding: bool) -> bool:
+        period = self.heartbeat / 2 if riding else self.heartbeat
+        return now - self.last_heartbeat >= period
+
+    def status_due(self, now: float, riding: bool) -> bool:
+        period = self.status / 2 if riding else self.status
+        return now - self.last_status >= period
+
+    def pause(self, now: float, since: float | None, leasing: bool, cap: float) -> float:
+        """Seconds until the next decision is due (at most *cap*)."""
+        due = [
+            self.last_heartbeat + self.heartbeat,
+            self.last_status + self.status,
+        ]
+        if since is not None:
+            due.append(since + self.linger)
+        if leasing:
+            due.append(self.lease_after)
+        return max(0.0, min(cap, min(due) - now))

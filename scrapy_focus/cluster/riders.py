@@ -1,0 +1,111 @@
+"""The other seams' Redis exchanges, made on the node's link thread: :class:`Riders`.
+
+The counters, the engine history, the breaker states and the link model keep
+their state in memory and their exchanges with Redis (writes batched, reads of
+the shared view refreshed) *ride* the link's rounds (:mod:`~.link`): the link
+asks each :class:`Rider` for its commands when it makes a round, sends them in
+the same pipeline as the frontier's, and gives each rider its replies.  So the
+reactor never waits on Redis for them, a Redis that hangs stalls only the link
+thread, and they cost no round trip of their own while the crawl runs.
+
+The contract of a rider (each method is called on the link's thread only, so a
+rider locks what it shares with the reactor):
+
+* ``calls(now)`` returns the Redis commands to send now, each a tuple
+  ``(command, *arguments)`` (a script as ``EVALSHA``); empty: nothing to say.
+  What the commands carry is taken out of the rider's pending state;
+* then exactly one of ``answered(replies)`` (a reply, or the exception Redis
+  raised, per command, in order) or ``failed(error)`` (Redis did not answer:
+  the rider keeps what it sent, to send again);
+* ``due(now)`` is True when the rider needs a round by itself (its data has
+  waited its longest; rarely, since rounds happen anyway while a node crawls);
+* a rider may have ``prefetch(hosts) -> bool``: the link leased requests to
+  these hosts; True when the rider wants to read about some of them before the
+  requests reach the engine (the link then makes a round for the riders first).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from scrapy_focus.cluster.entries import Call, ClusterUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+class Rider(Protocol):
+    def calls(self, now: float) -> list[tuple[Any, ...]]: ...
+
+    def answered(self, replies: list[Any]) -> None: ...
+
+    def failed(self, error: Exception) -> None: ...
+
+    def due(self, now: float) -> bool: ...
+
+
+def _raw(reply: Any) -> Any:
+    return reply
+
+
+Span = tuple[Rider, int]  # a rider and how many commands it sent this round
+
+
+class Riders:
+    """The riders of one link (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._riders: list[Rider] = []
+
+    def add(self, rider: Rider) -> None:
+        if rider not in self._riders:
+            self._riders.append(rider)  # from any thread: a list append is whole
+
+    def due(self, now: float) -> bool:
+        return any(rider.due(now) for rider in list(self._riders))
+
+    def calls(self, now: float) -> tuple[list[Call], list[Span]]:
+        calls: list[Call] = []
+        spans: list[Span] = []
+        for rider in list(self._riders):
+            try:
+                commands = rider.calls(now)
+            except Exception:
+                logger.exception("Cluster: %r failed to say what it has", rider)
+                continue
+            if commands:
+                calls += [Call("", list(command), _raw) for command in commands]
+                spans.append((rider, len(commands)))
+        return calls, spans
+
+    @staticmethod
+    def answered(spans: list[Span], replies: list[Any]) -> None:
+        at = 0
+        for rider, n in spans:
+            try:
+                rider.answered(replies[at : at + n])
+            except Exception:
+                logger.exception("Cluster: %r failed to read its replies", rider)
+            at += n
+
+    @staticmethod
+    def failed(spans: list[Span], error: Exception) -> None:
+        for rider, _ in spans:
+            rider.failed(error)
+
+    def prefetch(self, hosts: set[str], run: Any, now: float) -> int:
+        """Let the riders read about *hosts* before their requests are handed out:
+        one round through *run* (the frontier's) when one asks; the round trips made.
+        Redis not answering leaves the reads for the next round."""
+        if not any(getattr(r, "prefetch", lambda hosts: False)(hosts) for r in self._riders):
+            return 0
+        calls, spans = self.calls(now)
+        if not calls:
+            return 0
+        try:
+            replies = run(calls)
+        except ClusterUnavailable as error:
+            self.failed(spans, error)
+            return 0
+        self.answered(spans, replies)
+        return 1

@@ -1,0 +1,70 @@
+"""The link's round-trip decisions (scrapy_focus/cluster/pacing.py), as pure functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from scrapy_focus.cluster.pacing import Pacing
+
+
+def test_a_lease_waits_until_the_buffer_is_down_to_the_downloaders_room() -> None:
+    pacing = Pacing(ahead=4)
+    assert pacing.lease_need(room=16, buffered=0) == 20  # start: fill it all, and ahead
+    assert pacing.lease_need(room=1, buffered=5) == 0  # enough waiting: no trip
+    assert pacing.lease_need(room=1, buffered=1) == 4  # ran down: refill in one lease
+    assert Pacing(ahead=0).lease_need(room=3, buffered=3) == 0
+
+
+def test_empty_leases_of_an_idle_node_back_off_doubling_and_work_resets_it() -> None:
+    pacing = Pacing(retry_min=0.02, retry_max=0.5)
+    waits = []
+    for _ in range(7):
+        pacing.leased(now=0.0, asked=4, got=0, wait=None, busy=False)
+        waits.append(pacing.lease_after)
+    assert waits == [0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5]
+    pacing.leased(now=1.0, asked=4, got=4, wait=0.0, busy=False)
+    assert pacing.lease_after == 1.0 and pacing.retry == 0.0
+    pacing.leased(now=2.0, asked=4, got=1, wait=None, busy=False)  # hosts busy
+    assert pacing.lease_after == pytest.approx(2.02)
+
+
+def test_a_node_with_requests_out_leases_again_with_its_releases_not_by_polling() -> None:
+    pacing = Pacing(retry_min=0.02, retry_max=0.5)
+    pacing.leased(now=0.0, asked=4, got=1, wait=None, busy=True)
+    assert pacing.lease_after == 0.5
+    assert not pacing.lease_due(now=0.1, releasing=False)
+    assert pacing.lease_due(now=0.1, releasing=True)  # its own releases free hosts
+
+
+def test_an_empty_lease_comes_back_when_the_first_host_is_ready_if_sooner() -> None:
+    pacing = Pacing(retry_min=0.02, retry_max=0.5)
+    for _ in range(5):
+        pacing.leased(now=0.0, asked=1, got=0, wait=None, busy=False)
+    pacing.leased(now=10.0, asked=1, got=0, wait=0.005, busy=False)  # a delay's end
+    assert pacing.lease_after == pytest.approx(10.005)
+    pacing.leased(now=20.0, asked=1, got=0, wait=0.1, busy=True)
+    assert pacing.lease_after == pytest.approx(20.1)
+
+
+def test_messages_linger_for_company_unless_many_wait() -> None:
+    pacing = Pacing(linger=0.03, full=64)
+    assert not pacing.messages_due(now=1.01, waiting=3, since=1.0)
+    assert pacing.messages_due(now=1.03, waiting=3, since=1.0)
+    assert pacing.messages_due(now=1.0, waiting=64, since=1.0)
+    assert not pacing.messages_due(now=5.0, waiting=0, since=None)
+
+
+def test_heartbeat_and_status_ride_a_round_past_half_their_period() -> None:
+    pacing = Pacing(heartbeat=2.0, status=3.0, last_heartbeat=0.0, last_status=0.0)
+    assert not pacing.heartbeat_due(1.2, riding=False) and pacing.heartbeat_due(1.2, riding=True)
+    assert not pacing.status_due(1.2, riding=True) and pacing.status_due(1.6, riding=True)
+    assert pacing.heartbeat_due(2.0, riding=False) and pacing.status_due(3.0, riding=False)
+
+
+def test_the_thread_sleeps_until_the_next_decision() -> None:
+    pacing = Pacing(linger=0.03, heartbeat=2.0, status=3.0, last_heartbeat=0.0, last_status=0.0)
+    assert pacing.pause(now=1.0, since=None, leasing=False, cap=5.0) == pytest.approx(1.0)
+    assert pacing.pause(now=1.0, since=0.99, leasing=False, cap=5.0) == pytest.approx(0.02)
+    assert pacing.pause(now=1.0, since=None, leasing=False, cap=0.05) == 0.05
+    pacing.lease_after = 1.01
+    assert pacing.pause(now=1.0, since=None, leasing=True, cap=5.0) == pytest.approx(0.01)
