@@ -5,14 +5,18 @@ in [0, 1]: a prior (topic similarity of its anchor, context and URL tokens, the
 parent's relevance and a shark-search inherited score) plus the correction the
 link model (:class:`~scrapy_focus.frontier.link_model.LinkModel`) learnt for the
 link's groups (host, parent page, directories) as the relevance of the pages
-fetched from them became known.
+fetched from them became known.  With an embedding model
+(:mod:`~scrapy_focus.frontier.semantic`), the anchor's and the URL's words also
+match the topic by meaning: the better of the two readings counts.
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import unquote, urlsplit
 
 from scrapy_focus.frontier.link_model import LinkModel, url_groups
 from scrapy_focus.frontier.terms import Topic, terms, url_terms
@@ -20,6 +24,7 @@ from scrapy_focus.state import LinkContext
 
 if TYPE_CHECKING:
     from scrapy_focus.frontier.seams import LinkModelState
+    from scrapy_focus.frontier.semantic import Semantic
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,18 @@ HUB_CREDIT = 0.5
 #: How many fetched pages' links are remembered, to credit hubs.
 _REMEMBERED_LINKS = 200_000
 
+#: A semantic cosine (:mod:`~scrapy_focus.frontier.semantic`) at or below the floor
+#: counts 0: the floor is what unrelated short texts reach in a static embedding,
+#: or the mean cosine of the crawl's links so far when higher (a word of the topic
+#: that every link of the site carries, "git" in git's documentation, lifts them
+#: all); the span above it counts from 0 to 1, like the lexical match.
+SEMANTIC_FLOOR = 0.2
+SEMANTIC_SPAN = 0.4
+#: Links whose cosines are seen before the crawl's mean is trusted as the floor.
+_SEMANTIC_WARMUP = 20
+
+_NOT_WORD = re.compile(r"[\W_]+")
+
 
 class LinkScorer:
     """Scores links from their context: the topic prior, corrected by what the
@@ -59,8 +76,11 @@ class LinkScorer:
         model: LinkModelState | None = None,
         relevance_threshold: float = 0.5,
         decay: float = 0.5,
+        semantic: Semantic | None = None,
     ) -> None:
         self.topic = topic
+        self.semantic = semantic if topic.text.strip() else None
+        self._cosines = [0, 0.0]  # links' semantic cosines seen: count, sum
         self.model: LinkModelState = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
@@ -85,6 +105,10 @@ class LinkScorer:
         anchor_sim = self._match(anchor, self.topic.similarity, self.topic.coverage)
         context_sim = self.topic.similarity(neighbourhood)
         url_sim = self._match(url, self.topic.coverage)
+        if self.semantic is not None:
+            anchor_meaning, url_meaning = self.meaning(link)
+            anchor_sim = max(anchor_sim, anchor_meaning)
+            url_sim = max(url_sim, url_meaning)
         parent = link.parent_relevance or 0.0
         score = (
             0.40 * anchor_sim
@@ -103,6 +127,22 @@ class LinkScorer:
         if expanded == link_terms:
             return exact
         return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
+
+    def meaning(self, link: LinkContext) -> tuple[float, float]:
+        """How near the link's anchor (and title) and its URL's words come to the
+        topic in the embedding, each mapped to [0, 1] by SEMANTIC_FLOOR and SPAN."""
+        assert self.semantic is not None
+        texts = [f"{link.anchor} {link.title}".strip(), url_words(link.url)]
+        cosines = self.semantic.similarity(self.topic.text, texts)
+        seen = self._cosines
+        floor = SEMANTIC_FLOOR
+        if seen[0] >= _SEMANTIC_WARMUP:
+            floor = max(floor, seen[1] / seen[0])
+        seen[0] += 2
+        seen[1] += sum(cosines)
+        return tuple(  # type: ignore[return-value]
+            max(0.0, min(1.0, (c - floor) / SEMANTIC_SPAN)) for c in cosines
+        )
 
     @staticmethod
     def chain(link: LinkContext) -> list[str]:
@@ -149,6 +189,16 @@ class LinkScorer:
                 # A chain depends on the URL and the page it was found on alone.
                 way_in = LinkContext(url=link.parent_url, parent_url=parent.parent_url)
                 self.model.update(self.chain(way_in), label - parent.prior, HUB_CREDIT)
+
+
+def url_words(url: str) -> str:
+    """A URL's path as words for the embedding: its last two segments, the file
+    extension dropped, separators as spaces (``/html/git-send-email.html``:
+    ``html git send email``); the host, shared by every link of a site, is left out."""
+    path = unquote(urlsplit(url).path).rstrip("/")
+    segments = path.split("/")[-2:]
+    segments[-1] = segments[-1].rsplit(".", 1)[0]
+    return _NOT_WORD.sub(" ", " ".join(segments)).strip()
 
 
 class _Trained(NamedTuple):
