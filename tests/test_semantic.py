@@ -10,9 +10,11 @@ import textwrap
 import time
 
 import pytest
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_focus.config import FocusConfig
+from scrapy_focus.frontier.context import anchors_of
 from scrapy_focus.frontier.link_scorer import LinkScorer, url_words
 from scrapy_focus.frontier.semantic import (
     Semantic,
@@ -26,13 +28,12 @@ from scrapy_focus.state import LinkContext
 from tests.corpus_helpers import REPO
 from tests.crawl import run_focus_crawl
 
-pytest.importorskip("wordllama", reason="the semantic extra is installed in the dev venv")
-
 ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"
 
 
 @pytest.fixture(scope="module")
 def semantic() -> Semantic:
+    pytest.importorskip("wordllama", reason="the semantic extra (the test extra installs it)")
     model = load_semantic("on")
     assert model is not None
     return model
@@ -54,6 +55,22 @@ def test_words_the_topic_does_not_share_still_match_by_meaning(semantic):
     assert with_meaning.prior(sky) > 0.1 and with_meaning.prior(bread) == 0.0
 
 
+def test_a_definition_lists_term_is_described_by_its_dd():
+    body = (
+        "<dl><dt><a href='git-send-email.html'>git-send-email(1)</a></dt>"
+        "<dd><p>Send a collection of patches as emails.</p></dd>"
+        "<dt><a href='git-log.html'>git-log(1)</a></dt></dl>"
+        "<p><a href='other.html'>other</a> in a paragraph</p>"
+    )
+    anchors = anchors_of(HtmlResponse("http://h/git.html", body=body.encode()))
+    contexts = {url.rsplit("/", 1)[1]: found["context"] for url, found in anchors.items()}
+    assert contexts == {
+        "git-send-email.html": "git-send-email(1) Send a collection of patches as emails.",
+        "git-log.html": "git-log(1)",
+        "other.html": "other in a paragraph",
+    }
+
+
 def test_url_words_name_the_page_not_the_host():
     assert url_words("http://docs.test/html/git-send-email.html") == "html git send email"
     assert url_words("http://docs.test/library/typing.html?x=1") == "library typing"
@@ -66,7 +83,8 @@ def test_a_word_every_link_carries_stops_lifting_them_all(semantic):
     scorer = LinkScorer(Topic("git commands for exchanging patches by e-mail"), semantic=semantic)
     log = LinkContext(url="http://h/log.html", anchor="git-log(1)")
     before = scorer.meaning(log)[0]
-    for name in "add bisect blame branch commit diff fetch grep init merge pull push tag".split():
+    commands = "add bisect blame branch commit diff fetch grep init merge pull push tag"
+    for name in [*commands.split(), *(f"{c}-all" for c in commands.split())]:
         scorer.meaning(LinkContext(url=f"http://h/{name}.html", anchor=f"git-{name}(1)"))
     assert scorer.meaning(log)[0] < before
 
@@ -103,7 +121,7 @@ def test_a_bad_focus_semantic_fails_at_start_up_naming_its_setting():
         semantic_mode("sometimes")
 
 
-def test_the_runtime_gives_the_link_scorer_its_semantic_model_once():
+def test_the_runtime_gives_the_link_scorer_its_semantic_model_once(semantic):
     crawler = get_crawler(settings_dict={"FOCUS_TOPIC": ASTRONOMY})
     runtime = FocusRuntime.of(crawler)
     assert runtime.model.scorer is not None
@@ -120,6 +138,7 @@ import sys
 sys.modules["wordllama"] = None  # importing it now fails, as when the extra is absent
 import logging
 logging.basicConfig(level=logging.INFO, format="%(message)s")
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import LinkContext
@@ -188,6 +207,8 @@ def _serve_words_apart_site(farm, prefix: str) -> str:
 
 @pytest.mark.parametrize("semantic", [True, False])
 def test_the_semantic_signal_fetches_the_link_that_means_the_topic_first(farm, tmp_path, semantic):
+    if semantic:
+        pytest.importorskip("wordllama", reason="the semantic extra (the test extra installs it)")
     prefix = f"/semantic-{int(semantic)}"
     seed = _serve_words_apart_site(farm, prefix)
     since = time.monotonic()

@@ -80,7 +80,8 @@ class LinkScorer:
     ) -> None:
         self.topic = topic
         self.semantic = semantic if topic.text.strip() else None
-        self._cosines = [0, 0.0]  # links' semantic cosines seen: count, sum
+        # links' semantic cosines seen (count, sum), of anchors, contexts and URLs
+        self._cosines: list[list[float]] = [[0, 0.0], [0, 0.0], [0, 0.0]]
         self.model: LinkModelState = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
@@ -106,8 +107,9 @@ class LinkScorer:
         context_sim = self.topic.similarity(neighbourhood)
         url_sim = self._match(url, self.topic.coverage)
         if self.semantic is not None:
-            anchor_meaning, url_meaning = self.meaning(link)
+            anchor_meaning, context_meaning, url_meaning = self.meaning(link)
             anchor_sim = max(anchor_sim, anchor_meaning)
+            context_sim = max(context_sim, context_meaning)
             url_sim = max(url_sim, url_meaning)
         parent = link.parent_relevance or 0.0
         score = (
@@ -128,21 +130,23 @@ class LinkScorer:
             return exact
         return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
 
-    def meaning(self, link: LinkContext) -> tuple[float, float]:
-        """How near the link's anchor (and title) and its URL's words come to the
-        topic in the embedding, each mapped to [0, 1] by SEMANTIC_FLOOR and SPAN."""
+    def meaning(self, link: LinkContext) -> tuple[float, float, float]:
+        """How near the link's anchor (and title), the text around it and its
+        URL's words come to the topic in the embedding, each mapped to [0, 1]
+        above its floor (SEMANTIC_FLOOR, or the crawl's mean of that kind)."""
         assert self.semantic is not None
-        texts = [f"{link.anchor} {link.title}".strip(), url_words(link.url)]
+        texts = [f"{link.anchor} {link.title}".strip(), link.context, url_words(link.url)]
         cosines = self.semantic.similarity(self.topic.text, texts)
-        seen = self._cosines
-        floor = SEMANTIC_FLOOR
-        if seen[0] >= _SEMANTIC_WARMUP:
-            floor = max(floor, seen[1] / seen[0])
-        seen[0] += 2
-        seen[1] += sum(cosines)
-        return tuple(  # type: ignore[return-value]
-            max(0.0, min(1.0, (c - floor) / SEMANTIC_SPAN)) for c in cosines
-        )
+        out = []
+        for seen, text, cosine in zip(self._cosines, texts, cosines, strict=True):
+            floor = SEMANTIC_FLOOR
+            if seen[0] >= _SEMANTIC_WARMUP:
+                floor = max(floor, seen[1] / seen[0])
+            if text:
+                seen[0] += 1
+                seen[1] += cosine
+            out.append(max(0.0, min(1.0, (cosine - floor) / SEMANTIC_SPAN)))
+        return out[0], out[1], out[2]
 
     @staticmethod
     def chain(link: LinkContext) -> list[str]:
