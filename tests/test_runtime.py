@@ -29,7 +29,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
         with_addon.corpus, max_decoded_size=0
     )
     assert bare.frontier.max_pages == with_addon.frontier.max_pages == 0
-    assert bare.topic.semantic == with_addon.topic.semantic == "auto"
+    assert bare.topic.semantic == with_addon.topic.semantic == "off"
     assert bare.ladder == with_addon.ladder
     assert bare.browser.http_handler == with_addon.browser.http_handler
     render = ("render", "render_wait", "render_quiet")

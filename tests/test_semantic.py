@@ -10,11 +10,9 @@ import textwrap
 import time
 
 import pytest
-from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from scrapy_focus.config import FocusConfig
-from scrapy_focus.frontier.context import anchors_of
 from scrapy_focus.frontier.link_scorer import LinkScorer, url_words
 from scrapy_focus.frontier.semantic import (
     Semantic,
@@ -53,22 +51,6 @@ def test_words_the_topic_does_not_share_still_match_by_meaning(semantic):
     bread = LinkContext(url="http://h/b.html", anchor="bread recipes")
     assert lexical.prior(sky) == lexical.prior(bread) == 0.0
     assert with_meaning.prior(sky) > 0.1 and with_meaning.prior(bread) == 0.0
-
-
-def test_a_definition_lists_term_is_described_by_its_dd():
-    body = (
-        "<dl><dt><a href='git-send-email.html'>git-send-email(1)</a></dt>"
-        "<dd><p>Send a collection of patches as emails.</p></dd>"
-        "<dt><a href='git-log.html'>git-log(1)</a></dt></dl>"
-        "<p><a href='other.html'>other</a> in a paragraph</p>"
-    )
-    anchors = anchors_of(HtmlResponse("http://h/git.html", body=body.encode()))
-    contexts = {url.rsplit("/", 1)[1]: found["context"] for url, found in anchors.items()}
-    assert contexts == {
-        "git-send-email.html": "git-send-email(1) Send a collection of patches as emails.",
-        "git-log.html": "git-log(1)",
-        "other.html": "other in a paragraph",
-    }
 
 
 def test_url_words_name_the_page_not_the_host():
@@ -122,14 +104,12 @@ def test_a_bad_focus_semantic_fails_at_start_up_naming_its_setting():
 
 
 def test_the_runtime_gives_the_link_scorer_its_semantic_model_once(semantic):
-    crawler = get_crawler(settings_dict={"FOCUS_TOPIC": ASTRONOMY})
+    crawler = get_crawler(settings_dict={"FOCUS_TOPIC": ASTRONOMY, "FOCUS_SEMANTIC": "auto"})
     runtime = FocusRuntime.of(crawler)
     assert runtime.model.scorer is not None
     assert runtime.model.scorer.semantic is runtime.semantic is not None
-    off = FocusRuntime.of(
-        get_crawler(settings_dict={"FOCUS_TOPIC": ASTRONOMY, "FOCUS_SEMANTIC": False})
-    )
-    assert off.model.scorer is not None and off.model.scorer.semantic is None
+    off = FocusRuntime.of(get_crawler(settings_dict={"FOCUS_TOPIC": ASTRONOMY}))
+    assert off.model.scorer is not None and off.model.scorer.semantic is None  # the default
     assert FocusConfig.from_settings(crawler.settings).topic.semantic == "auto"
 
 
@@ -138,7 +118,6 @@ import sys
 sys.modules["wordllama"] = None  # importing it now fails, as when the extra is absent
 import logging
 logging.basicConfig(level=logging.INFO, format="%(message)s")
-from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import LinkContext

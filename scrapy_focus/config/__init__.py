@@ -231,7 +231,8 @@ def _topic(read: _Reader) -> TopicConfig:
         relevance_scale=read("FOCUS_RELEVANCE_SCALE"),
         relevance_threshold=read("FOCUS_RELEVANCE_THRESHOLD"),
         inherit_decay=read("FOCUS_INHERIT_DECAY"),
-        semantic=semantic_mode(read("FOCUS_SEMANTIC")),
+        # "auto" or a boolean: not one type, so not read by the default's
+        semantic=semantic_mode(read.settings.get("FOCUS_SEMANTIC", defaults.FOCUS_SEMANTIC)),
     )
 
 

@@ -166,8 +166,7 @@ def anchors_of(
 
 
 def _context(element: Any, reader: ContextReader) -> str:
-    """The first CONTEXT_CHARS of the text of the link's block, spaces collapsed
-    (a definition list's term with its description).
+    """The first CONTEXT_CHARS of the text of the link's block, spaces collapsed.
 
     The block can be large (a table of contents is one list item holding a whole
     tree of links): its text is read only as far as needed, not once per link."""
@@ -176,13 +175,7 @@ def _context(element: Any, reader: ContextReader) -> str:
         block = block.getparent()
     if block is None:
         return ""
-    text = reader.text(block, CONTEXT_CHARS)
-    described = block.getnext() if block.tag == "dt" else None
-    if described is not None and described.tag == "dd" and len(text) < CONTEXT_CHARS:
-        # A definition list's term (a man page's command, a glossary's word) is
-        # described by the dd after it, not by its own dt.
-        text = f"{text} {reader.text(described, CONTEXT_CHARS - len(text) - 1)}".strip()
-    return text
+    return reader.text(block, CONTEXT_CHARS)
 
 
 class LinkContextMiddleware:

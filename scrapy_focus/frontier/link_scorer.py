@@ -53,6 +53,10 @@ _REMEMBERED_LINKS = 200_000
 #: all); the span above it counts from 0 to 1, like the lexical match.
 SEMANTIC_FLOOR = 0.2
 SEMANTIC_SPAN = 0.4
+#: Meaning counts only where the words do not match (a vocabulary gap), and then
+#: at this weight of a word match: where words match, they rank links better than
+#: a static embedding does.
+SEMANTIC_WEIGHT = 0.5
 #: Links whose cosines are seen before the crawl's mean is trusted as the floor.
 _SEMANTIC_WARMUP = 20
 
@@ -108,9 +112,9 @@ class LinkScorer:
         url_sim = self._match(url, self.topic.coverage)
         if self.semantic is not None:
             anchor_meaning, context_meaning, url_meaning = self.meaning(link)
-            anchor_sim = max(anchor_sim, anchor_meaning)
-            context_sim = max(context_sim, context_meaning)
-            url_sim = max(url_sim, url_meaning)
+            anchor_sim = anchor_sim or SEMANTIC_WEIGHT * anchor_meaning
+            context_sim = context_sim or SEMANTIC_WEIGHT * context_meaning
+            url_sim = url_sim or SEMANTIC_WEIGHT * url_meaning
         parent = link.parent_relevance or 0.0
         score = (
             0.40 * anchor_sim
