@@ -50,7 +50,7 @@ def test_words_the_topic_does_not_share_still_match_by_meaning(semantic):
     sky = LinkContext(url="http://h/a.html", anchor="observing the night sky")
     bread = LinkContext(url="http://h/b.html", anchor="bread recipes")
     assert lexical.prior(sky) == lexical.prior(bread) == 0.0
-    assert with_meaning.prior(sky) > 0.1 and with_meaning.prior(bread) == 0.0
+    assert with_meaning.prior(sky) > 0.05 and with_meaning.prior(bread) == 0.0
 
 
 def test_url_words_name_the_page_not_the_host():
