@@ -49,8 +49,25 @@ def test_words_the_topic_does_not_share_still_match_by_meaning(semantic):
     lexical, with_meaning = LinkScorer(topic), LinkScorer(topic, semantic=semantic)
     sky = LinkContext(url="http://h/a.html", anchor="observing the night sky")
     bread = LinkContext(url="http://h/b.html", anchor="bread recipes")
-    assert lexical.prior(sky) == lexical.prior(bread) == 0.0
-    assert with_meaning.prior(sky) > 0.05 and with_meaning.prior(bread) == 0.0
+    assert lexical.score(sky).score == lexical.score(bread).score == 0.0
+    assert with_meaning.score(sky).score > 0.05 and with_meaning.score(bread).score == 0.0
+
+
+def test_meaning_moves_a_links_score_not_what_the_link_model_learns(semantic):
+    """The link model learns relevance minus the prior; meaning is not in the prior."""
+    topic_text = "astronomy: stars, planets, telescopes, galaxies and comets"
+    lexical = LinkScorer(Topic(topic_text))
+    with_meaning = LinkScorer(Topic(topic_text), semantic=semantic)
+    pages = [("observing the night sky", "/sky/a.html", 0.8), ("bread", "/food/b.html", 0.1)]
+    for scorer in (lexical, with_meaning):
+        for anchor, path, relevance in pages:
+            link = LinkContext(url=f"http://h{path}", anchor=anchor, parent_url="http://h/")
+            scorer.learn(link, relevance)
+    new = LinkContext(url="http://h/sky/c.html", anchor="the moon tonight", parent_url="http://h/")
+    chain = lexical.chain(new)
+    assert lexical.model.correction(chain) == with_meaning.model.correction(chain)
+    assert with_meaning.score(new).prior == lexical.score(new).prior
+    assert with_meaning.score(new).score > lexical.score(new).score
 
 
 def test_url_words_name_the_page_not_the_host():

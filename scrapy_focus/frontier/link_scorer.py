@@ -6,8 +6,9 @@ parent's relevance and a shark-search inherited score) plus the correction the
 link model (:class:`~scrapy_focus.frontier.link_model.LinkModel`) learnt for the
 link's groups (host, parent page, directories) as the relevance of the pages
 fetched from them became known.  With an embedding model
-(:mod:`~scrapy_focus.frontier.semantic`), the anchor's and the URL's words also
-match the topic by meaning: the better of the two readings counts.
+(:mod:`~scrapy_focus.frontier.semantic`), a link whose anchor, context or URL
+shares no word with the topic gains what its meaning says, added to its score
+(:meth:`LinkScorer.meaning_bonus`).
 """
 
 from __future__ import annotations
@@ -104,26 +105,40 @@ class LinkScorer:
         return self.decay * link.parent_inherited
 
     def prior(self, link: LinkContext) -> float:
+        return self._prior(link, *self._readings(link))
+
+    def _readings(self, link: LinkContext) -> tuple[float, float, float]:
+        """How much the link's anchor (and title), neighbourhood and URL match the topic."""
         anchor = terms(f"{link.anchor} {link.title}")
         neighbourhood = terms(f"{link.heading} {link.context}")
-        url = url_terms(link.url)
         anchor_sim = self._match(anchor, self.topic.similarity, self.topic.coverage)
         context_sim = self.topic.similarity(neighbourhood)
-        url_sim = self._match(url, self.topic.coverage)
-        if self.semantic is not None:
-            anchor_meaning, context_meaning, url_meaning = self.meaning(link)
-            anchor_sim = anchor_sim or SEMANTIC_WEIGHT * anchor_meaning
-            context_sim = context_sim or SEMANTIC_WEIGHT * context_meaning
-            url_sim = url_sim or SEMANTIC_WEIGHT * url_meaning
+        url_sim = self._match(url_terms(link.url), self.topic.coverage)
+        return anchor_sim, context_sim, url_sim
+
+    def _prior(self, link: LinkContext, anchor: float, context: float, url: float) -> float:
         parent = link.parent_relevance or 0.0
         score = (
-            0.40 * anchor_sim
-            + 0.15 * context_sim
-            + 0.15 * url_sim
+            0.40 * anchor
+            + 0.15 * context
+            + 0.15 * url
             + 0.15 * parent
             + 0.15 * self.inherited(link) / max(self.decay, 1e-9)
         )
         return max(0.0, min(1.0, score))
+
+    def meaning_bonus(self, link: LinkContext, readings: tuple[float, float, float]) -> float:
+        """What the link's meaning adds where its words miss the topic: each reading
+        that is 0 counts its semantic one at SEMANTIC_WEIGHT, with the prior's weights.
+
+        It is added to the score, not to the prior: the link model learns a page's
+        relevance minus its link's prior, and a prior lifted for some links of a
+        group and not others would skew what the group learns."""
+        if self.semantic is None:
+            return 0.0
+        meanings = self.meaning(link)
+        gaps = [m if r == 0 else 0.0 for r, m in zip(readings, meanings, strict=True)]
+        return SEMANTIC_WEIGHT * (0.40 * gaps[0] + 0.15 * gaps[1] + 0.15 * gaps[2])
 
     def _match(self, link_terms: list[str], *measures: Any) -> float:
         """The best of *measures* on the link's own terms, or, at COMPOUND_WEIGHT,
@@ -166,10 +181,11 @@ class LinkScorer:
         return chain + path_groups
 
     def score(self, link: LinkContext) -> LinkScore:
-        prior = self.prior(link)
-        score = prior
+        readings = self._readings(link)
+        prior = self._prior(link, *readings)
+        score = prior + self.meaning_bonus(link, readings)
         if self.model.updates:
-            score = prior + self.model.correction(self.chain(link))
+            score += self.model.correction(self.chain(link))
         return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
 
     def learn(self, link: LinkContext, child_relevance: float) -> None:
