@@ -54,7 +54,7 @@ class Semantic:
     """Cosine similarity of texts to a topic text, through *embed* (see the module
     docstring for the contract)."""
 
-    def __init__(self, embed: Embedder, cache_size: int = 100_000, name: str = "") -> None:
+    def __init__(self, embed: Embedder, cache_size: int = 20_000, name: str = "") -> None:
         self._embed = embed
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self.cache_size = cache_size
@@ -128,7 +128,7 @@ def wordllama_embedder() -> tuple[Embedder, str]:
     return embed, f"wordllama {version} (l2_supercat, {table.shape[1]} dimensions)"
 
 
-def load_semantic(mode: str, cache_size: int = 100_000) -> Semantic | None:
+def load_semantic(mode: str, cache_size: int = 20_000) -> Semantic | None:
     """The crawl's :class:`Semantic`, or None (see the module docstring)."""
     if mode == "off":
         logger.info("Semantic similarity: off (FOCUS_SEMANTIC = False)")
