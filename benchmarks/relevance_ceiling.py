@@ -18,6 +18,10 @@ without crawling again:
                         whole crawl, which flatters it slightly);
 ``with two example pages`` the crawler's scorer given two pages of the section (the first
                         in key order) as ``FOCUS_TOPIC_EXAMPLES``: what a user's examples buy;
+``semantic``            the cosine of the page's title, headings and first text with the
+                        topic's, in WordLlama's static embedding
+                        (:mod:`scrapy_focus.frontier.semantic`, the ``semantic`` extra);
+``replayed + semantic`` the crawler's score blended with it (a fifth and a third);
 ``supervised (…)``      the ceiling: a logistic regression trained on the *ground truth* of
                         four fifths of a crawl's pages and scored on the fifth it did not
                         see (5-fold cross-validation), on page text, URL tokens or both.
@@ -32,11 +36,13 @@ runs on two processes.
 Usage::
 
     .venv/bin/python benchmarks/relevance_ceiling.py [--load docs/harvest/crawls.jsonl.gz]
+        [--scorers replayed,semantic] [--per-topic]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import math
@@ -54,6 +60,7 @@ from harvest_suite import SITES, TOPICS, _page_links
 from repo_root import REPO
 
 from scrapy_focus.extract.page import extract_page
+from scrapy_focus.frontier.semantic import MAX_CHARS, Semantic, load_semantic
 from scrapy_focus.frontier.terms import Topic, terms, url_terms
 
 Features = dict[str, float]
@@ -182,6 +189,26 @@ def with_examples(text: str, docs: list[Doc], count: int = 2) -> list[float]:
     return [topic.page_relevance(d.title, list(d.headings), d.text) for d in docs]
 
 
+@functools.cache
+def _semantic() -> Semantic:
+    model = load_semantic("on")
+    assert model is not None
+    return model
+
+
+def semantic(text: str, docs: list[Doc]) -> list[float]:
+    texts = [" ".join([d.title, *d.headings[:5], d.text[:MAX_CHARS]]) for d in docs]
+    return _semantic().similarity(text, texts)
+
+
+def blended(share: float) -> Scorer:
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        pairs = zip(replayed(text, docs), semantic(text, docs), strict=True)
+        return [(1 - share) * lexical + share * meaning for lexical, meaning in pairs]
+
+    return score
+
+
 def directory(text: str, docs: list[Doc], share: float = 0.5) -> list[float]:
     scores = replayed(text, docs)
     by_directory: dict[str, list[float]] = defaultdict(list)
@@ -259,6 +286,9 @@ SCORERS: dict[str, Scorer] = {
     "parent": parent,
     "self-trained": self_trained,
     "with two example pages": with_examples,
+    "semantic": semantic,
+    "replayed + semantic (a fifth)": blended(0.2),
+    "replayed + semantic (a third)": blended(1 / 3),
     "supervised (text)": supervised(text_bag),
     "supervised (URL)": supervised(url_bag),
     "supervised (text and URL)": supervised((text_bag, url_bag)),
@@ -270,7 +300,9 @@ def pooled_auc(pairs: Iterable[tuple[float, bool]]) -> float:
     return auc([p[0] for p in pairs], [p[1] for p in pairs])
 
 
-def report(runs: list[tuple[str, list[Doc]]]) -> list[str]:
+def report(
+    runs: list[tuple[str, list[Doc]]], only: tuple[str, ...] = (), per_topic: bool = False
+) -> list[str]:
     recorded = pooled_auc((d.recorded, d.relevant) for _, docs in runs for d in docs)
     lines = [
         f"{sum(len(d) for _, d in runs)} page reads of {len(runs)} crawls; "
@@ -279,12 +311,16 @@ def report(runs: list[tuple[str, list[Doc]]]) -> list[str]:
         "| scorer | labels it learns from | pooled AUC | mean AUC per crawl |",
         "|---|---|---|---|",
     ]
+    topics: dict[str, dict[str, list[tuple[float, bool]]]] = defaultdict(dict)
     for name, scorer in SCORERS.items():
+        if only and name not in only:
+            continue
         pairs, per_crawl = [], []
         for topic, docs in runs:
             scores = scorer(TOPICS[topic].text, docs)
             crawl = list(zip(scores, (d.relevant for d in docs), strict=True))
             pairs += crawl
+            topics[topic].setdefault(name, []).extend(crawl)
             value = pooled_auc(crawl)
             if not math.isnan(value):
                 per_crawl.append(value)
@@ -298,14 +334,23 @@ def report(runs: list[tuple[str, list[Doc]]]) -> list[str]:
         mean = sum(per_crawl) / len(per_crawl) if per_crawl else math.nan
         lines.append(f"| {name} | {kind} | {pooled_auc(pairs):.3f} | {mean:.3f} |")
         print(lines[-1], file=sys.stderr, flush=True)
+    if per_topic:
+        names = list(next(iter(topics.values()), {}))
+        lines += ["", f"| topic | {' | '.join(names)} |", "|---" * (len(names) + 1) + "|"]
+        for topic, scored in topics.items():
+            cells = " | ".join(f"{pooled_auc(scored[name]):.2f}" for name in names)
+            lines.append(f"| {topic} | {cells} |")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load", type=Path, default=REPO / "docs/harvest/crawls.jsonl.gz")
+    parser.add_argument("--scorers", default="", help="comma-separated rows (default: all)")
+    parser.add_argument("--per-topic", action="store_true", help="also an AUC table per topic")
     args = parser.parse_args(argv)
-    print("\n".join(report(load(args.load))))
+    only = tuple(name for name in args.scorers.split(",") if name)
+    print("\n".join(report(load(args.load), only, args.per_topic)))
     return 0
 
 

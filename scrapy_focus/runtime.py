@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.pool import BrowserPool
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
+    from scrapy_focus.frontier.semantic import Semantic
     from scrapy_focus.report.observer import CrawlObserver
     from scrapy_focus.signals import PageOutputs
 
@@ -113,7 +114,16 @@ class FocusRuntime:
     def model(self) -> FocusModel:
         from scrapy_focus.frontier.relevance import FocusModel
 
-        return FocusModel.from_config(self.config.topic, getattr(self.crawler, "spider", None))
+        spider = getattr(self.crawler, "spider", None)
+        return FocusModel.from_config(self.config.topic, spider, semantic=lambda: self.semantic)
+
+    @cached_property
+    def semantic(self) -> Semantic | None:
+        """The embedding model of FOCUS_SEMANTIC (:mod:`scrapy_focus.frontier.semantic`),
+        loaded the first time a focused model asks for it; None when off or absent."""
+        from scrapy_focus.frontier.semantic import load_semantic
+
+        return load_semantic(self.config.topic.semantic)
 
     # -- engines
 

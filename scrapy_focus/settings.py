@@ -172,6 +172,13 @@ FOCUS_SEEDS: list[str] = []
 FOCUS_HARD_FOCUS = False
 #: Shark-search decay of the score a relevant page hands down to its links.
 FOCUS_INHERIT_DECAY = 0.5
+#: Semantic similarity of links to the topic from a static embedding model
+#: (scrapy_focus.frontier.semantic, the ``semantic`` extra), where the link's
+#: words share none with the topic: "auto" uses it when the extra is installed,
+#: True requires it (the crawl does not start without it), False never loads it.
+#: Off by default: on the harvest suite it did not pay (docs/benchmarks.md,
+#: "Semantic similarity").
+FOCUS_SEMANTIC = False
 #: Stop conditions (0: off).  FOCUS_DEADLINE is in seconds.
 FOCUS_MAX_PAGES = 0
 FOCUS_MAX_RELEVANT_PAGES = 0

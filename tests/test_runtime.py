@@ -29,6 +29,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
         with_addon.corpus, max_decoded_size=0
     )
     assert bare.frontier.max_pages == with_addon.frontier.max_pages == 0
+    assert bare.topic.semantic == with_addon.topic.semantic == "off"
     assert bare.ladder == with_addon.ladder
     assert bare.browser.http_handler == with_addon.browser.http_handler
     render = ("render", "render_wait", "render_quiet")
@@ -56,6 +57,7 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
         ("FOCUS_BROWSER_RENDER", "sometimes"),
         ("FOCUS_BROWSER_RENDER_WAIT", "long"),
         ("FOCUS_PROMETHEUS_PORT", 70000),
+        ("FOCUS_SEMANTIC", "sometimes"),
     ],
 )
 def test_a_bad_value_fails_at_start_up_naming_its_setting(name, value):

@@ -41,6 +41,7 @@ from scrapy_focus.config.sections import (
 from scrapy_focus.contract import ContractRules
 from scrapy_focus.corpus.freshness import RecrawlPolicy
 from scrapy_focus.extract.options import ExtractOptions, metadata_setting
+from scrapy_focus.frontier.semantic import semantic_mode
 from scrapy_focus.urls import WEB_SCHEMES, Scope
 
 if TYPE_CHECKING:
@@ -230,6 +231,8 @@ def _topic(read: _Reader) -> TopicConfig:
         relevance_scale=read("FOCUS_RELEVANCE_SCALE"),
         relevance_threshold=read("FOCUS_RELEVANCE_THRESHOLD"),
         inherit_decay=read("FOCUS_INHERIT_DECAY"),
+        # "auto" or a boolean: not one type, so not read by the default's
+        semantic=semantic_mode(read.settings.get("FOCUS_SEMANTIC", defaults.FOCUS_SEMANTIC)),
     )
 
 

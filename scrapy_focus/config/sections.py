@@ -81,6 +81,7 @@ class TopicConfig:
     relevance_scale: float
     relevance_threshold: float
     inherit_decay: float
+    semantic: str  # "auto" | "on" | "off" (FOCUS_SEMANTIC)
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,19 @@ in [0, 1]: a prior (topic similarity of its anchor, context and URL tokens, the
 parent's relevance and a shark-search inherited score) plus the correction the
 link model (:class:`~scrapy_focus.frontier.link_model.LinkModel`) learnt for the
 link's groups (host, parent page, directories) as the relevance of the pages
-fetched from them became known.
+fetched from them became known.  With an embedding model
+(:mod:`~scrapy_focus.frontier.semantic`), a link whose anchor, context or URL
+shares no word with the topic gains what its meaning says, added to its score
+(:meth:`LinkScorer.meaning_bonus`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import unquote, urlsplit
 
 from scrapy_focus.frontier.link_model import LinkModel, url_groups
 from scrapy_focus.frontier.terms import Topic, terms, url_terms
@@ -20,6 +25,7 @@ from scrapy_focus.state import LinkContext
 
 if TYPE_CHECKING:
     from scrapy_focus.frontier.seams import LinkModelState
+    from scrapy_focus.frontier.semantic import Semantic
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,22 @@ HUB_CREDIT = 0.5
 #: How many fetched pages' links are remembered, to credit hubs.
 _REMEMBERED_LINKS = 200_000
 
+#: A semantic cosine (:mod:`~scrapy_focus.frontier.semantic`) at or below the floor
+#: counts 0: the floor is what unrelated short texts reach in a static embedding,
+#: or the mean cosine of the crawl's links so far when higher (a word of the topic
+#: that every link of the site carries, "git" in git's documentation, lifts them
+#: all); the span above it counts from 0 to 1, like the lexical match.
+SEMANTIC_FLOOR = 0.2
+SEMANTIC_SPAN = 0.4
+#: Meaning counts only where the words do not match (a vocabulary gap), and then
+#: at this weight of a word match: where words match, they rank links better than
+#: a static embedding does.
+SEMANTIC_WEIGHT = 0.5
+#: Links whose cosines are seen before the crawl's mean is trusted as the floor.
+_SEMANTIC_WARMUP = 20
+
+_NOT_WORD = re.compile(r"[\W_]+")
+
 
 class LinkScorer:
     """Scores links from their context: the topic prior, corrected by what the
@@ -59,8 +81,12 @@ class LinkScorer:
         model: LinkModelState | None = None,
         relevance_threshold: float = 0.5,
         decay: float = 0.5,
+        semantic: Semantic | None = None,
     ) -> None:
         self.topic = topic
+        self.semantic = semantic if topic.text.strip() else None
+        # links' semantic cosines seen (count, sum), of anchors, contexts and URLs
+        self._cosines: list[list[float]] = [[0, 0.0], [0, 0.0], [0, 0.0]]
         self.model: LinkModelState = model or LinkModel()
         self.threshold = relevance_threshold
         self.decay = decay
@@ -79,21 +105,40 @@ class LinkScorer:
         return self.decay * link.parent_inherited
 
     def prior(self, link: LinkContext) -> float:
+        return self._prior(link, *self._readings(link))
+
+    def _readings(self, link: LinkContext) -> tuple[float, float, float]:
+        """How much the link's anchor (and title), neighbourhood and URL match the topic."""
         anchor = terms(f"{link.anchor} {link.title}")
         neighbourhood = terms(f"{link.heading} {link.context}")
-        url = url_terms(link.url)
         anchor_sim = self._match(anchor, self.topic.similarity, self.topic.coverage)
         context_sim = self.topic.similarity(neighbourhood)
-        url_sim = self._match(url, self.topic.coverage)
+        url_sim = self._match(url_terms(link.url), self.topic.coverage)
+        return anchor_sim, context_sim, url_sim
+
+    def _prior(self, link: LinkContext, anchor: float, context: float, url: float) -> float:
         parent = link.parent_relevance or 0.0
         score = (
-            0.40 * anchor_sim
-            + 0.15 * context_sim
-            + 0.15 * url_sim
+            0.40 * anchor
+            + 0.15 * context
+            + 0.15 * url
             + 0.15 * parent
             + 0.15 * self.inherited(link) / max(self.decay, 1e-9)
         )
         return max(0.0, min(1.0, score))
+
+    def meaning_bonus(self, link: LinkContext, readings: tuple[float, float, float]) -> float:
+        """What the link's meaning adds where its words miss the topic: each reading
+        that is 0 counts its semantic one at SEMANTIC_WEIGHT, with the prior's weights.
+
+        It is added to the score, not to the prior: the link model learns a page's
+        relevance minus its link's prior, and a prior lifted for some links of a
+        group and not others would skew what the group learns."""
+        if self.semantic is None:
+            return 0.0
+        meanings = self.meaning(link)
+        gaps = [m if r == 0 else 0.0 for r, m in zip(readings, meanings, strict=True)]
+        return SEMANTIC_WEIGHT * (0.40 * gaps[0] + 0.15 * gaps[1] + 0.15 * gaps[2])
 
     def _match(self, link_terms: list[str], *measures: Any) -> float:
         """The best of *measures* on the link's own terms, or, at COMPOUND_WEIGHT,
@@ -103,6 +148,24 @@ class LinkScorer:
         if expanded == link_terms:
             return exact
         return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
+
+    def meaning(self, link: LinkContext) -> tuple[float, float, float]:
+        """How near the link's anchor (and title), the text around it and its
+        URL's words come to the topic in the embedding, each mapped to [0, 1]
+        above its floor (SEMANTIC_FLOOR, or the crawl's mean of that kind)."""
+        assert self.semantic is not None
+        texts = [f"{link.anchor} {link.title}".strip(), link.context, url_words(link.url)]
+        cosines = self.semantic.similarity(self.topic.text, texts)
+        out = []
+        for seen, text, cosine in zip(self._cosines, texts, cosines, strict=True):
+            floor = SEMANTIC_FLOOR
+            if seen[0] >= _SEMANTIC_WARMUP:
+                floor = max(floor, seen[1] / seen[0])
+            if text:
+                seen[0] += 1
+                seen[1] += cosine
+            out.append(max(0.0, min(1.0, (cosine - floor) / SEMANTIC_SPAN)))
+        return out[0], out[1], out[2]
 
     @staticmethod
     def chain(link: LinkContext) -> list[str]:
@@ -118,10 +181,11 @@ class LinkScorer:
         return chain + path_groups
 
     def score(self, link: LinkContext) -> LinkScore:
-        prior = self.prior(link)
-        score = prior
+        readings = self._readings(link)
+        prior = self._prior(link, *readings)
+        score = prior + self.meaning_bonus(link, readings)
         if self.model.updates:
-            score = prior + self.model.correction(self.chain(link))
+            score += self.model.correction(self.chain(link))
         return LinkScore(max(0.0, min(1.0, score)), prior, self.inherited(link))
 
     def learn(self, link: LinkContext, child_relevance: float) -> None:
@@ -149,6 +213,16 @@ class LinkScorer:
                 # A chain depends on the URL and the page it was found on alone.
                 way_in = LinkContext(url=link.parent_url, parent_url=parent.parent_url)
                 self.model.update(self.chain(way_in), label - parent.prior, HUB_CREDIT)
+
+
+def url_words(url: str) -> str:
+    """A URL's path as words for the embedding: its last two segments, the file
+    extension dropped, separators as spaces (``/html/git-send-email.html``:
+    ``html git send email``); the host, shared by every link of a site, is left out."""
+    path = unquote(urlsplit(url).path).rstrip("/")
+    segments = path.split("/")[-2:]
+    segments[-1] = segments[-1].rsplit(".", 1)[0]
+    return _NOT_WORD.sub(" ", " ".join(segments)).strip()
 
 
 class _Trained(NamedTuple):

@@ -16,6 +16,7 @@ They are importable from here too, the topic model's public face.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
@@ -26,6 +27,7 @@ from scrapy_focus.frontier.terms import Topic, terms, url_terms
 
 if TYPE_CHECKING:
     from scrapy_focus.config import TopicConfig
+    from scrapy_focus.frontier.semantic import Semantic
 
 __all__ = [
     "FocusModel",
@@ -60,9 +62,16 @@ class FocusModel:
         self.example_urls = example_urls
 
     @classmethod
-    def from_config(cls, config: TopicConfig, spider: Any = None) -> FocusModel:
+    def from_config(
+        cls,
+        config: TopicConfig,
+        spider: Any = None,
+        semantic: Callable[[], Semantic | None] | None = None,
+    ) -> FocusModel:
         """The model of ``FOCUS_TOPIC`` and its examples; a spider's own
-        ``focus_topic`` (FocusSpider's ``-a topic=...``) wins over the setting."""
+        ``focus_topic`` (FocusSpider's ``-a topic=...``) wins over the setting.
+        *semantic* gives the embedding model the link scorer uses, asked for only
+        when there is a topic (loading it takes a second)."""
         text = getattr(spider, "focus_topic", None) or config.text
         example_texts = [e for e in config.examples if not e.startswith(_WEB)]
         example_urls = tuple(e for e in config.examples if e.startswith(_WEB))
@@ -73,7 +82,10 @@ class FocusModel:
         scorer = None
         if topic is not None:
             scorer = LinkScorer(
-                topic, relevance_threshold=config.relevance_threshold, decay=config.inherit_decay
+                topic,
+                relevance_threshold=config.relevance_threshold,
+                decay=config.inherit_decay,
+                semantic=semantic() if semantic is not None else None,
             )
         return cls(topic, scorer, config.relevance_threshold, classifier, example_urls)
 
