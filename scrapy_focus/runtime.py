@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.discovery import EngineInfo
     from scrapy_focus.engines.history import DomainHistory
     from scrapy_focus.engines.pool import BrowserPool
+    from scrapy_focus.frontier.ordering import OrderGate
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
     from scrapy_focus.report.observer import CrawlObserver
@@ -199,6 +200,33 @@ class FocusRuntime:
         from scrapy_focus.signals import PageOutputs
 
         return PageOutputs()
+
+    @cached_property
+    def order(self) -> OrderGate | None:
+        """The gate that makes the crawl's order reproducible (``FOCUS_REPRODUCIBLE_ORDER``,
+        :mod:`scrapy_focus.frontier.ordering`); None when off, and in a cluster."""
+        config = self.config.frontier
+        if not (config.enabled and config.reproducible_order) or self.config.cluster.enabled:
+            return None
+        from twisted.internet import reactor
+
+        from scrapy_focus.frontier.hosts import engine_waker
+        from scrapy_focus.frontier.ordering import OrderGate
+
+        crawler = self.crawler
+
+        def engine_closing() -> bool:
+            slot = getattr(crawler.engine, "_slot", None)
+            return slot is None or slot.closing is not None
+
+        return OrderGate(
+            config.concurrency,
+            config.order_wait,
+            engine_waker(crawler),
+            engine_closing,
+            crawler.stats,
+            reactor,
+        )
 
     # -- corpus
 

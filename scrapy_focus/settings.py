@@ -222,6 +222,14 @@ FOCUS_MAX_BACKOFF = 600.0
 FOCUS_MAX_HOST_DELAY = 600.0
 #: Seconds between two "focus:" log lines (harvest rate, frontier size); 0: off.
 FOCUS_LOG_INTERVAL = 30.0
+#: The same crawl, with the same CONCURRENT_REQUESTS, fetches its pages in the same
+#: order: each page's evidence (its relevance, its links) reaches the frontier in
+#: the order the pages were handed out, and the k-th request waits for the first
+#: k - CONCURRENT_REQUESTS pages (scrapy_focus.frontier.ordering; docs/frontier.md).
+FOCUS_REPRODUCIBLE_ORDER = False
+#: Seconds the oldest page in flight may hold the others back (a callback that
+#: never ends) before they go on without it (``focus/order/forced``); 0: forever.
+FOCUS_ORDER_WAIT = 300.0
 
 
 # -- engines and the ladder (scrapy_focus.engines) ---------------------------------------

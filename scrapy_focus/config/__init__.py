@@ -291,6 +291,9 @@ def _frontier(read: _Reader) -> FrontierConfig:
         ),
         trap_pages=read("FOCUS_TRAP_PAGES"),
         log_interval=read("FOCUS_LOG_INTERVAL"),
+        reproducible_order=read("FOCUS_REPRODUCIBLE_ORDER"),
+        concurrency=max(1, settings.getint("CONCURRENT_REQUESTS", 16)),
+        order_wait=read("FOCUS_ORDER_WAIT"),
     )
 
 

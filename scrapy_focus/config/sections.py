@@ -112,6 +112,9 @@ class FrontierConfig:
     ignored_queue_settings: tuple[str, ...]  # Scrapy queue settings the user set
     trap_pages: int
     log_interval: float
+    reproducible_order: bool
+    concurrency: int  # CONCURRENT_REQUESTS: the C of the reproducible order
+    order_wait: float
 
 
 @dataclass(frozen=True)

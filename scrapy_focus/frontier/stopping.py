@@ -125,3 +125,12 @@ def close_crawl(crawler: Crawler, spider: Any, reason: str) -> None:
         deferred_from_coro(engine.close_spider_async(reason=reason))
     else:
         engine.close_spider(spider, reason)
+
+
+def log_no_scope(url: str) -> None:
+    logger.error(
+        "No scope to check %s against: no FOCUS_ALLOWED_DOMAINS, no allowed_domains "
+        "on the spider, and no seed (a start request) came first.  Give the crawl a "
+        'seed or allowed domains, or set FOCUS_SEED_SCOPE = "any" to crawl any host.',
+        url,
+    )
