@@ -20,6 +20,7 @@ The contract:
 from __future__ import annotations
 
 import logging
+import random
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +160,7 @@ class FocusRuntime:
             engines=tuple(self.engines),
             half_life=ladder.history_half_life,
             probe_rate=ladder.history_probe_rate,
+            rng=random.Random(ladder.seed).random if ladder.seed else random.random,
         )
 
     @cached_property

@@ -285,6 +285,10 @@ FOCUS_HISTORY_ENABLED = True
 #: cheaper engine than the learnt one.
 FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0
 FOCUS_HISTORY_PROBE_RATE = 0.05
+#: The seed of the crawl's random choices (the engine history's probes of a cheaper
+#: engine, the only ones), so that with FOCUS_REPRODUCIBLE_ORDER a crawl that
+#: probes repeats too; 0: unseeded, the process's own random source.
+FOCUS_SEED = 0
 #: A slow start per domain: requests in flight to a new domain, doubled by each
 #: page answered on the engine it started on, back to this after a page that had
 #: to escalate from where DomainHistory started it (probes aside).  Without it a

@@ -14,6 +14,7 @@ from twisted.internet.task import Clock
 from harness.farm import Farm, FarmRequest, farm_page
 from harness.farm_pages import Page
 from scrapy_focus.frontier.ordering import POLL, DispatchOrder, OrderGate
+from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import state_of
 from tests.crawl import run_focus_crawl
 
@@ -185,3 +186,14 @@ def test_the_same_crawl_under_other_latencies_fetches_in_the_same_order(tmp_path
         assert first == second
     else:  # the latencies do change the order when nothing keeps it: the test can fail
         assert first != second
+
+
+def test_one_seed_gives_the_engine_history_the_same_draws():
+    def draws(seed: int) -> list[float]:
+        crawler = get_crawler(settings_dict={"FOCUS_SEED": seed})
+        rng = FocusRuntime.of(crawler).history.rng
+        return [rng() for _ in range(5)]
+
+    assert draws(7) == draws(7)
+    assert draws(7) != draws(8)
+    assert draws(0) != draws(0)  # unseeded: the process's own random source

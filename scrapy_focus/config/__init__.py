@@ -338,6 +338,7 @@ def _ladder(read: _Reader) -> LadderConfig:
         breaker_threshold=read("FOCUS_BREAKER_THRESHOLD"),
         breaker_cooldown=read("FOCUS_BREAKER_COOLDOWN"),
         breaker_max_cooldown=read("FOCUS_BREAKER_MAX_COOLDOWN"),
+        seed=read("FOCUS_SEED"),
     )
 
 

@@ -148,6 +148,7 @@ class LadderConfig:
     breaker_threshold: int
     breaker_cooldown: float
     breaker_max_cooldown: float
+    seed: int  # FOCUS_SEED: the engine history's probes draw from it (0: unseeded)
 
 
 @dataclass(frozen=True)
