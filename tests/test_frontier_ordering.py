@@ -197,3 +197,56 @@ def test_one_seed_gives_the_engine_history_the_same_draws():
     assert draws(7) == draws(7)
     assert draws(7) != draws(8)
     assert draws(0) != draws(0)  # unseeded: the process's own random source
+
+
+def test_failures_retries_redirects_and_timeouts_count_as_evidence_and_never_stall(tmp_path):
+    """Every way a dispatch can end without a page of its own: a 404, a 500 retried
+    then given up, a redirect, a download timeout (escalated to the browser engines),
+    an offsite link, a link back to the seed.  The crawl ends by itself, in one order."""
+    hub = "".join(
+        f'<a href="{href}">{name}</a> '
+        for href, name in [
+            ("/status/404", "missing"),
+            ("/status/500", "broken"),
+            ("/redirect?to=/articles/3.html", "moved"),
+            ("/slow-page.html", "slow"),
+            ("http://localhost:1/elsewhere.html", "offsite"),
+            ("/articles/1.html", "one"),
+            ("/articles/2.html", "two"),
+            ("/ord/hub.html", "itself"),
+        ]
+    )
+
+    def order_of(run: int) -> tuple[list[str], dict]:
+        with Farm() as farm:
+            farm.set_page("/ord/hub.html", f"<html><body><h1>Hub</h1>{hub}</body></html>")
+            farm.set_page("/slow-page.html", "<html><body>late</body></html>", delay=3.0)
+            workdir = tmp_path / f"run-{run}"
+            workdir.mkdir()
+            result = run_focus_crawl(
+                workdir,
+                [farm.url("/ord/hub.html")],
+                ASTRONOMY,
+                {
+                    "FOCUS_MAX_DEPTH": 1,
+                    "CONCURRENT_REQUESTS": 2,
+                    "DOWNLOAD_TIMEOUT": 1,
+                    "RETRY_TIMES": 1,
+                    "FOCUS_EMIT_UNCHANGED": True,
+                    "FOCUS_REPRODUCIBLE_ORDER": True,
+                },
+                timeout=120,
+            )
+            base = farm.base
+        assert result.returncode == 0, result.log[-3000:]
+        return [i["url"].removeprefix(base) for i in result.items], result.stats
+
+    first, stats = order_of(1)
+    second, _ = order_of(2)
+    assert stats["finish_reason"] == "finished"
+    assert "focus/order/forced" not in stats
+    assert stats["retry/count"] >= 1  # the 500, retried once
+    # the timeout, escalated to the browsers (a thin page there): requests coming back
+    assert stats["focus/ladder/escalate/http-chromium"] >= 1
+    assert {"/articles/1.html", "/articles/2.html", "/articles/3.html"} <= set(first)
+    assert first == second
