@@ -222,14 +222,10 @@ FOCUS_MAX_BACKOFF = 600.0
 FOCUS_MAX_HOST_DELAY = 600.0
 #: Seconds between two "focus:" log lines (harvest rate, frontier size); 0: off.
 FOCUS_LOG_INTERVAL = 30.0
-#: The same crawl, with the same CONCURRENT_REQUESTS, fetches its pages in the same
-#: order: each page's evidence (its relevance, its links) reaches the frontier in
-#: the order the pages were handed out, and the k-th request waits for the first
-#: k - CONCURRENT_REQUESTS pages (scrapy_focus.frontier.ordering; docs/frontier.md).
+#: The same crawl with the same CONCURRENT_REQUESTS fetches in the same order (pages'
+#: evidence applied in dispatch order: scrapy_focus.frontier.ordering), and how long
 FOCUS_REPRODUCIBLE_ORDER = False
-#: Seconds the oldest page in flight may hold the others back (a callback that
-#: never ends) before they go on without it (``focus/order/forced``); 0: forever.
-FOCUS_ORDER_WAIT = 300.0
+FOCUS_ORDER_WAIT = 300.0  # the oldest page may hold the others back (0: forever)
 
 
 # -- engines and the ladder (scrapy_focus.engines) ---------------------------------------
@@ -285,9 +281,7 @@ FOCUS_HISTORY_ENABLED = True
 #: cheaper engine than the learnt one.
 FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0
 FOCUS_HISTORY_PROBE_RATE = 0.05
-#: The seed of the crawl's random choices (the engine history's probes of a cheaper
-#: engine, the only ones), so that with FOCUS_REPRODUCIBLE_ORDER a crawl that
-#: probes repeats too; 0: unseeded, the process's own random source.
+#: The seed of the crawl's random choices (the probes above, the only ones); 0: unseeded.
 FOCUS_SEED = 0
 #: A slow start per domain: requests in flight to a new domain, doubled by each
 #: page answered on the engine it started on, back to this after a page that had
