@@ -16,7 +16,7 @@ from harness.farm_pages import Page
 from scrapy_focus.frontier.ordering import POLL, DispatchOrder, OrderGate
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import state_of
-from tests.crawl import run_focus_crawl
+from tests.crawl import run_crawl, run_focus_crawl
 
 # -- the rule, as counters
 
@@ -250,3 +250,32 @@ def test_failures_retries_redirects_and_timeouts_count_as_evidence_and_never_sta
     assert stats["focus/ladder/escalate/http-chromium"] >= 1
     assert {"/articles/1.html", "/articles/2.html", "/articles/3.html"} <= set(first)
     assert first == second
+
+
+@pytest.mark.parametrize("ordered", [True, False], ids=["cpu-time", "wall-time"])
+def test_with_the_order_kept_the_extraction_limit_counts_cpu_time(tmp_path, ordered):
+    """A page whose extraction waited (2 s of wall time, no CPU: what a busy machine
+    does to a cheap page) times out by the wall clock, and would turn a crawl's
+    order with the load; by its CPU time it does not.  A page that spins still
+    times out."""
+    with Farm() as farm:
+        for name in ("wait", "spin", "plain"):
+            farm.set_page(f"/x/{name}.html", f"<html><body><p>{name} page text</p></body></html>")
+        urls = [farm.url(f"/x/{name}.html") for name in ("wait", "spin", "plain")]
+        settings = {
+            "FOCUS_CONTRACT_ENABLED": False,
+            "FOCUS_EXTRACT_FUNCTION": "tests.extractors.wait_or_spin",
+            "FOCUS_EXTRACT_TIMEOUT": 1,
+            "FOCUS_EXTRACT_WORKERS": 3,  # the three at once
+            "FOCUS_REPRODUCIBLE_ORDER": ordered,
+        }
+        result = run_crawl(
+            tmp_path, urls, settings, timeout=90, spider="page_spider.py", args={"probe": "1"}
+        )
+        base = farm.base
+    assert result.returncode == 0, result.log[-3000:]
+    failure = {item["url"].removeprefix(base): item["failure"] for item in result.items}
+    assert failure["/x/spin.html"] == "timeout"
+    assert failure["/x/wait.html"] == (None if ordered else "timeout")
+    if ordered:  # (by the wall clock a cheap page may time out beside a spinning one)
+        assert failure["/x/plain.html"] is None

@@ -179,6 +179,7 @@ def _extract(read: _Reader) -> ExtractConfig:
             cascade_confidence=read("FOCUS_EXTRACT_CASCADE_CONFIDENCE"),
             prune_min_links=read("FOCUS_EXTRACT_PRUNE_LINKS"),
         ),
+        cpu_time=read("FOCUS_REPRODUCIBLE_ORDER"),
     )
 
 

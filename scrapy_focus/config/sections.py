@@ -56,6 +56,8 @@ class ExtractConfig:
     mode: str
     function: str
     options: ExtractOptions
+    # the limit counts the worker's CPU time, not the wall clock (FOCUS_REPRODUCIBLE_ORDER)
+    cpu_time: bool = False
 
 
 @dataclass(frozen=True)
