@@ -29,8 +29,9 @@ evidence does not come within ``FOCUS_ORDER_WAIT`` seconds (a callback that
 never finishes) stops holding the others: counted in ``focus/order/forced``,
 and the order from there on is no longer guaranteed.  Timing still decides
 what politeness lets go first across hosts (a ``DOWNLOAD_DELAY``, a per-host
-limit below ``CONCURRENT_REQUESTS``) and what an extraction that ran out of
-time returned.
+limit below ``CONCURRENT_REQUESTS``); the extraction's time limit counts CPU
+time in this mode (:mod:`scrapy_focus.extract.pool`), so that load alone does
+not decide which pages time out.
 """
 
 from __future__ import annotations
