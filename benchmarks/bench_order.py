@@ -83,7 +83,7 @@ def crawl(shape: str, ordered: bool, run: int, args: argparse.Namespace, workdir
     pages = stats.get("focus/pages_fetched", 0)
     rate = pages / stats["elapsed_time_seconds"]
     order = [item["url"].removeprefix(base) for item in result.items]
-    held = stats.get("focus/order/held_seconds", 0.0)
+    held = round(stats.get("focus/order/held_seconds", 0.0), 1)
     print(f"{shape:7} ordered={ordered!s:5} run {run}: {pages} pages, {rate:.2f}/s, held {held}s")
     return rate, order
 
