@@ -279,3 +279,44 @@ def test_with_the_order_kept_the_extraction_limit_counts_cpu_time(tmp_path, orde
     assert failure["/x/wait.html"] == (None if ordered else "timeout")
     if ordered:  # (by the wall clock a cheap page may time out beside a spinning one)
         assert failure["/x/plain.html"] is None
+
+
+def test_on_two_hosts_which_host_is_ready_first_never_decides_the_order(tmp_path):
+    """Two hosts, one request at a time each, one of them slower: which host is
+    free first is timing; the request that goes is still the best of both."""
+
+    def route(pattern: int):
+        """One host answers at once, the other after 150 ms: *pattern* says which."""
+
+        def answer(request: FarmRequest) -> Page | None:
+            if not request.path.startswith("/topics/"):
+                return None
+            slow = request.headers.get("host", "").startswith("localhost") == (pattern == 1)
+            return replace(farm_page(request.path, request.query), delay=0.15 * slow)
+
+        return answer
+
+    def order_of(pattern: int) -> list[str]:
+        with Farm(route=route(pattern)) as farm:
+            workdir = tmp_path / f"hosts-{pattern}"
+            workdir.mkdir()
+            other = f"http://localhost:{farm.port}"
+            result = run_focus_crawl(
+                workdir,
+                [farm.url("/topics/index.html"), f"{other}/topics/index.html"],
+                ASTRONOMY,
+                {
+                    "FOCUS_MAX_PAGES": 40,
+                    "CONCURRENT_REQUESTS": 4,
+                    "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+                    "DOWNLOAD_DELAY": 0,
+                    "FOCUS_EMIT_UNCHANGED": True,
+                    "FOCUS_REPRODUCIBLE_ORDER": True,
+                },
+            )
+            assert result.returncode == 0, result.log[-3000:]
+            urls = [i["url"].replace(farm.base, "A").replace(other, "B") for i in result.items]
+        assert {url[0] for url in urls} == {"A", "B"}
+        return urls
+
+    assert order_of(1) == order_of(2)

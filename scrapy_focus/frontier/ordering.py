@@ -27,11 +27,11 @@ What it costs is head-of-line waiting: a slow page holds the evidence of those
 behind it (docs/benchmarks.md, "Reproducible order").  A dispatch whose
 evidence does not come within ``FOCUS_ORDER_WAIT`` seconds (a callback that
 never finishes) stops holding the others: counted in ``focus/order/forced``,
-and the order from there on is no longer guaranteed.  Timing still decides
-what politeness lets go first across hosts (a ``DOWNLOAD_DELAY``, a per-host
-limit below ``CONCURRENT_REQUESTS``); the extraction's time limit counts CPU
-time in this mode (:mod:`scrapy_focus.extract.pool`), so that load alone does
-not decide which pages time out.
+and the order from there on is no longer guaranteed.  Which host politeness
+lets go first is timing: in order, the request that goes is the best of all
+hosts, waiting for its host if need be (:func:`next_host`); and the
+extraction's time limit counts CPU time (:mod:`scrapy_focus.extract.pool`), so
+that load alone does not decide which pages time out.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
+
+    from scrapy_focus.frontier.hosts import HostQueues
 
 logger = logging.getLogger(__name__)
 
@@ -315,6 +317,17 @@ def stalled(gate: OrderGate | None) -> None:
     scheduler to return."""
     if gate is not None:
         gate.stall()
+
+
+def next_host(hosts: HostQueues, gate: OrderGate | None) -> str | None:
+    """The host to take from: the ready one with the best entry; in order, the one
+    whose best entry is the best of all hosts, once politeness lets it go, and None
+    while it waits (which host is ready first is timing: it never decides what goes)."""
+    host = hosts.pop_ready()
+    if gate is None or host is None or host == hosts.best_host():
+        return host
+    hosts.place(host)  # back in its heap: not its turn
+    return None
 
 
 def dispatched(gate: OrderGate | None, request: Request) -> Request:

@@ -50,7 +50,7 @@ from scrapy_focus.frontier.codec import RequestCodec
 from scrapy_focus.frontier.dupes import Duplicates
 from scrapy_focus.frontier.leases import Leases
 from scrapy_focus.frontier.opening import open_frontier, warn_ignored_queue_settings
-from scrapy_focus.frontier.ordering import announce_order, dispatched, stalled
+from scrapy_focus.frontier.ordering import announce_order, dispatched, next_host, stalled
 from scrapy_focus.frontier.rescoring import Rescorer
 from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl, log_no_scope
 from scrapy_focus.frontier.traps import TrapDetector
@@ -291,7 +291,7 @@ class FocusScheduler(BaseScheduler):
         if not self.stop_conditions.budget_left(in_flight):
             self._check_stop()  # spent already (by other nodes, by a resumed run): stop
             return stalled(order)  # else enough in flight to reach FOCUS_MAX_PAGES: no overshoot
-        while (host := self.hosts.pop_ready()) is not None:
+        while (host := next_host(self.hosts, order)) is not None:
             request = self._take(host)
             if request is not None:
                 return dispatched(order, request)
