@@ -221,6 +221,9 @@ class FocusRuntime:
             slot = getattr(crawler.engine, "_slot", None)
             return slot is None or slot.closing is not None
 
+        def engine_starting() -> bool:  # Scrapy's engine iterates the start requests
+            return getattr(crawler.engine, "_start", None) is not None
+
         return OrderGate(
             config.concurrency,
             config.order_wait,
@@ -228,6 +231,7 @@ class FocusRuntime:
             engine_closing,
             crawler.stats,
             reactor,
+            engine_starting,
         )
 
     # -- corpus

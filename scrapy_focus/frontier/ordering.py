@@ -66,9 +66,10 @@ class DispatchOrder:
     ``dispatched`` dispatches were made; the evidence of every dispatch below
     ``settled`` is applied, in order.  ``may_dispatch()`` says whether the next
     dispatch may be made; ``turn(j)`` whether dispatch j's evidence may be
-    applied now; ``stall()`` records that the frontier had nothing to hand out
-    although it might; ``settle(j)`` that j's evidence is applied (only the
-    head of the line moves the count: a late report of a forced one is ignored).
+    applied now, ``release(j)`` that it is going in; ``stall()`` records that
+    the frontier had nothing to hand out although it might; ``settle(j)`` that
+    j's evidence is applied (only the head of the line moves the count: a late
+    report of a forced one is ignored).
     """
 
     def __init__(self, concurrency: int) -> None:
@@ -76,9 +77,15 @@ class DispatchOrder:
         self.dispatched = 0
         self.settled = 0
         self._stalled_at = -1
+        self._released = -1  # the head whose evidence is going in, not all in yet
 
     def may_dispatch(self) -> bool:
-        return self.dispatched < self.settled + self.concurrency
+        """Never while the head's evidence is half in (its links still arriving)."""
+        return self._released != self.settled and self.dispatched < self.settled + self.concurrency
+
+    def release(self, index: int) -> None:
+        """*index*'s evidence starts going in (its turn came)."""
+        self._released = index
 
     def take(self) -> int:
         index = self.dispatched
@@ -115,7 +122,8 @@ class OrderGate:
     turn; ``came_back(request, enqueue)`` queues a returning request at its
     turn (now or later); ``settle(request)`` says the evidence is applied.
     *clock* (the reactor) times the bounded wait of the head of the line;
-    *engine_closing* says when the engine closes (everything goes on then).
+    *engine_closing* says when the engine closes (everything goes on then),
+    *engine_starting* whether start requests may still come (no stall till then).
     """
 
     def __init__(
@@ -126,11 +134,13 @@ class OrderGate:
         engine_closing: Callable[[], bool],
         stats: Any,
         clock: Any,
+        engine_starting: Callable[[], bool] = lambda: False,
     ) -> None:
         self.order = DispatchOrder(concurrency)
         self.wait = wait
         self.wake = wake
         self.engine_closing = engine_closing
+        self.engine_starting = engine_starting
         self.stats = stats
         self.clock = clock
         self._head_since = clock.seconds()
@@ -157,12 +167,17 @@ class OrderGate:
         self._advance()
 
     def stall(self) -> None:
+        if self.engine_starting():
+            return  # a start request may come yet: not a decision of the evidence alone
         self.order.stall()
         self._advance()
 
     def hold(self, request: Request) -> Deferred[None] | None:
         index = self._key(request)
-        if index is None or self.closing or self.order.turn(index):
+        if index is None or self.closing:
+            return None
+        if self.order.turn(index):
+            self.order.release(index)
             return None
         waiter: Deferred[None] = Deferred()
         self._responses[index] = waiter
@@ -212,6 +227,7 @@ class OrderGate:
                 order.settle(head)
                 self.wake()
             elif head in self._responses:
+                order.release(head)
                 self._responses.pop(head).callback(None)
                 break  # its evidence settles when the spider is done with it
             else:
@@ -250,6 +266,7 @@ class OrderGate:
         head = self.order.settled
         if self.wait and self.clock.seconds() - self._head_since >= self.wait:
             self._force(head)
+        self.wake()  # the start requests may have ended since: a stall to see
         self._arm()
 
     def _force(self, head: int) -> None:
