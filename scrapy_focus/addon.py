@@ -17,6 +17,9 @@ Downloader middlewares (requests go up the numbers, responses come down):
   decoded bodies, live or from the corpus; above the ladder, which judges by it.
 * 582 ``EngineLadderMiddleware``: below ExtractionMiddleware, above
   MetaRefreshMiddleware (580), so a refresh is followed after the ladder's verdict.
+* 20 ``OrderedResponsesMiddleware`` (with ``FOCUS_REPRODUCIBLE_ORDER``): outermost,
+  below Scrapy's OffsiteMiddleware (50), so it holds an answer after every other
+  middleware is done with it.
 
 Spider middlewares (responses go up the numbers, output comes down):
 
@@ -70,6 +73,9 @@ EXTRACTION = Component(
 LADDER = Component(
     "DOWNLOADER_MIDDLEWARES", "scrapy_focus.engines.ladder.EngineLadderMiddleware", 582
 )
+ORDER = Component(
+    "DOWNLOADER_MIDDLEWARES", "scrapy_focus.frontier.ordering.OrderedResponsesMiddleware", 20
+)
 REQUEUE = Component("SPIDER_MIDDLEWARES", "scrapy_focus.corpus.requeue.CorpusRequeueMiddleware", 40)
 LINK_CONTEXT = Component(
     "SPIDER_MIDDLEWARES", "scrapy_focus.frontier.context.LinkContextMiddleware", 100
@@ -84,6 +90,7 @@ COMPONENTS = (
     DECOMPRESSION,
     EXTRACTION,
     LADDER,
+    ORDER,
     REQUEUE,
     LINK_CONTEXT,
     LOG_STATS,
@@ -147,6 +154,7 @@ class Addon:
             settings.set("RETRY_PRIORITY_ADJUST", 1, priority=PRIORITY)
             _add(settings, LINK_CONTEXT)
             _add(settings, LOG_STATS)
+            _add(settings, ORDER)  # NotConfigured until FOCUS_REPRODUCIBLE_ORDER is on
 
         if config.contract.enabled:
             _add(settings, CONFIDENCE)

@@ -20,6 +20,7 @@ The contract:
 from __future__ import annotations
 
 import logging
+import random
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.discovery import EngineInfo
     from scrapy_focus.engines.history import DomainHistory
     from scrapy_focus.engines.pool import BrowserPool
+    from scrapy_focus.frontier.ordering import OrderGate
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
     from scrapy_focus.frontier.semantic import Semantic
@@ -168,6 +170,7 @@ class FocusRuntime:
             engines=tuple(self.engines),
             half_life=ladder.history_half_life,
             probe_rate=ladder.history_probe_rate,
+            rng=random.Random(ladder.seed).random if ladder.seed else random.random,
         )
 
     @cached_property
@@ -209,6 +212,37 @@ class FocusRuntime:
         from scrapy_focus.signals import PageOutputs
 
         return PageOutputs()
+
+    @cached_property
+    def order(self) -> OrderGate | None:
+        """The gate that makes the crawl's order reproducible (``FOCUS_REPRODUCIBLE_ORDER``,
+        :mod:`scrapy_focus.frontier.ordering`); None when off, and in a cluster."""
+        config = self.config.frontier
+        if not (config.enabled and config.reproducible_order) or self.config.cluster.enabled:
+            return None
+        from twisted.internet import reactor
+
+        from scrapy_focus.frontier.hosts import engine_waker
+        from scrapy_focus.frontier.ordering import OrderGate
+
+        crawler = self.crawler
+
+        def engine_closing() -> bool:
+            slot = getattr(crawler.engine, "_slot", None)
+            return slot is None or slot.closing is not None
+
+        def engine_starting() -> bool:  # Scrapy's engine iterates the start requests
+            return getattr(crawler.engine, "_start", None) is not None
+
+        return OrderGate(
+            config.concurrency,
+            config.order_wait,
+            engine_waker(crawler),
+            engine_closing,
+            crawler.stats,
+            reactor,
+            engine_starting,
+        )
 
     # -- corpus
 

@@ -172,12 +172,9 @@ FOCUS_SEEDS: list[str] = []
 FOCUS_HARD_FOCUS = False
 #: Shark-search decay of the score a relevant page hands down to its links.
 FOCUS_INHERIT_DECAY = 0.5
-#: Semantic similarity of links to the topic from a static embedding model
-#: (scrapy_focus.frontier.semantic, the ``semantic`` extra), where the link's
-#: words share none with the topic: "auto" uses it when the extra is installed,
-#: True requires it (the crawl does not start without it), False never loads it.
-#: Off by default: on the harvest suite it did not pay (docs/benchmarks.md,
-#: "Semantic similarity").
+#: Links' meaning from a static embedding model where their words share none with the
+#: topic (frontier/semantic.py, the ``semantic`` extra): "auto" when installed, True
+#: required, False never (the default: it did not pay, docs/benchmarks.md).
 FOCUS_SEMANTIC = False
 #: Stop conditions (0: off).  FOCUS_DEADLINE is in seconds.
 FOCUS_MAX_PAGES = 0
@@ -229,6 +226,10 @@ FOCUS_MAX_BACKOFF = 600.0
 FOCUS_MAX_HOST_DELAY = 600.0
 #: Seconds between two "focus:" log lines (harvest rate, frontier size); 0: off.
 FOCUS_LOG_INTERVAL = 30.0
+#: The same crawl with the same CONCURRENT_REQUESTS fetches in the same order (pages'
+#: evidence applied in dispatch order: scrapy_focus.frontier.ordering), and how long
+FOCUS_REPRODUCIBLE_ORDER = False
+FOCUS_ORDER_WAIT = 300.0  # the oldest page may hold the others back (0: forever)
 
 
 # -- engines and the ladder (scrapy_focus.engines) ---------------------------------------
@@ -284,11 +285,11 @@ FOCUS_HISTORY_ENABLED = True
 #: cheaper engine than the learnt one.
 FOCUS_HISTORY_HALF_LIFE = 6 * 3600.0
 FOCUS_HISTORY_PROBE_RATE = 0.05
-#: A slow start per domain: requests in flight to a new domain, doubled by each
-#: page answered on the engine it started on, back to this after a page that had
-#: to escalate from where DomainHistory started it (probes aside).  Without it a
-#: new domain's first pages all leave on HTTP before the first verdict can teach
-#: DomainHistory anything.  0: no limit.
+#: The seed of the crawl's random choices (the probes above, the only ones); 0: unseeded.
+FOCUS_SEED = 0
+#: A slow start per domain: requests in flight to a new domain, doubled by each page
+#: answered on the engine it started on, back to this after a page that had to escalate
+#: (probes aside), so DomainHistory learns before a domain's first pages all leave.  0: off.
 FOCUS_HISTORY_LEARNING_CONCURRENCY = 1
 #: Added to the priority of an escalated request, so that a page's next
 #: attempt goes before its host's other pages (Scrapy's redirects: +2).
@@ -309,26 +310,16 @@ FOCUS_BREAKER_MAX_COOLDOWN = 3600.0
 FOCUS_CLUSTER_REDIS_URL = ""
 #: The crawl's name: nodes with the same name share one frontier.  Empty: the spider's.
 FOCUS_CLUSTER_NAME = ""
-#: Every key of a crawl starts with this template (``%(crawl)s``: the crawl's name).  The
-#: braces are a Redis Cluster hash tag: all of one crawl's keys live in one slot, so its
-#: scripts may touch any of them.  The keys under it:
-#: ``<prefix>:q:<host>`` (sorted set: a host's queue, best first, FIFO among equals),
-#: ``<prefix>:payloads`` (hash: entry key -> request as data, never a pickle),
-#: ``<prefix>:seq`` (the entries' sequence), ``<prefix>:host:<host>`` (hash: a host's
-#: delay, concurrency, last request, backoff, held), ``<prefix>:inflight:<host>`` (its
-#: leases in flight), ``<prefix>:ready`` / ``<prefix>:waiting`` (sorted sets: hosts
-#: ready now, best entry first / hosts by the time they are ready),
-#: ``<prefix>:seen:<bucket>`` and ``<prefix>:seen:buckets`` (the seen set),
-#: ``<prefix>:leases`` / ``<prefix>:deadlines`` / ``<prefix>:node:<node>`` (leases out, by
-#: deadline, by node), ``<prefix>:nodes`` (the nodes' heartbeats), ``<prefix>:counts``
-#: (queued and held entries), docs/cluster.md has the details;
-#: ``<prefix>:counters`` (hash: ``fetched``, ``relevant``, the crawl's ``started`` time),
-#: ``<prefix>:history`` (hash: ``<domain>\0<engine>`` -> JSON record), ``<prefix>:breaker``
-#: (hash: domain -> JSON state), ``<prefix>:model`` (hash: the link model's sums,
-#: ``w:<group>``/``r:<group>``, ``updates``, ``drift``), ``<prefix>:state`` (small named
-#: values), ``<prefix>:quarantine`` (entries that are not valid data, kept for a person
-#: to read; ``<prefix>:quarantine:seams``, a capped list, for the values of the
-#: counters, history, breaker and model).
+#: Every key of a crawl starts with this template (``%(crawl)s``: the crawl's name); the
+#: braces are a Redis Cluster hash tag (one crawl's keys in one slot, for its scripts).
+#: Keys under it (docs/cluster.md has the details): ``:q:<host>`` (a host's queue),
+#: ``:payloads`` (entry -> request as data, never a pickle), ``:seq``, ``:host:<host>``
+#: (delay, concurrency, last request, backoff, held), ``:inflight:<host>``, ``:ready`` /
+#: ``:waiting`` (hosts ready now / by when), ``:seen:<bucket>`` / ``:seen:buckets``,
+#: ``:leases`` / ``:deadlines`` / ``:node:<node>`` (leases out), ``:nodes`` (heartbeats),
+#: ``:counts``, ``:counters`` (fetched, relevant, started), ``:history``
+#: (``<domain>\0<engine>`` -> JSON), ``:breaker``, ``:model`` (the link model's sums),
+#: ``:state``, ``:quarantine`` and ``:quarantine:seams`` (values that are not valid data).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
 #: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
 #: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease

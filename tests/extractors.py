@@ -16,3 +16,14 @@ def hang_or_fail(body: bytes, url: str, content_type: str | None, options: Any) 
     if "crash" in url:
         raise RuntimeError(f"extractor crashed on {url}")
     return extract_page(body, url, content_type, options)
+
+
+def wait_or_spin(body: bytes, url: str, content_type: str | None, options: Any) -> Extraction:
+    """A page that waits (a worker on a busy machine: wall time, no CPU of its own)
+    or that spins (a page that costs CPU without end)."""
+    if "wait" in url:
+        time.sleep(2)
+    if "spin" in url:
+        while True:
+            pass
+    return extract_page(body, url, content_type, options)

@@ -30,6 +30,10 @@ def test_the_config_of_a_bare_crawler_is_the_documented_defaults():
     )
     assert bare.frontier.max_pages == with_addon.frontier.max_pages == 0
     assert bare.topic.semantic == with_addon.topic.semantic == "off"
+    order = ("reproducible_order", "order_wait", "concurrency")
+    assert [getattr(bare.frontier, name) for name in order] == [False, 300.0, 16]
+    assert [getattr(with_addon.frontier, name) for name in order] == [False, 300.0, 16]
+    assert bare.ladder.seed == 0
     assert bare.ladder == with_addon.ladder
     assert bare.browser.http_handler == with_addon.browser.http_handler
     render = ("render", "render_wait", "render_quiet")

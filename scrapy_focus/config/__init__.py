@@ -180,6 +180,7 @@ def _extract(read: _Reader) -> ExtractConfig:
             cascade_confidence=read("FOCUS_EXTRACT_CASCADE_CONFIDENCE"),
             prune_min_links=read("FOCUS_EXTRACT_PRUNE_LINKS"),
         ),
+        cpu_time=read("FOCUS_REPRODUCIBLE_ORDER"),
     )
 
 
@@ -294,6 +295,9 @@ def _frontier(read: _Reader) -> FrontierConfig:
         ),
         trap_pages=read("FOCUS_TRAP_PAGES"),
         log_interval=read("FOCUS_LOG_INTERVAL"),
+        reproducible_order=read("FOCUS_REPRODUCIBLE_ORDER"),
+        concurrency=max(1, settings.getint("CONCURRENT_REQUESTS", 16)),
+        order_wait=read("FOCUS_ORDER_WAIT"),
     )
 
 
@@ -338,6 +342,7 @@ def _ladder(read: _Reader) -> LadderConfig:
         breaker_threshold=read("FOCUS_BREAKER_THRESHOLD"),
         breaker_cooldown=read("FOCUS_BREAKER_COOLDOWN"),
         breaker_max_cooldown=read("FOCUS_BREAKER_MAX_COOLDOWN"),
+        seed=read("FOCUS_SEED"),
     )
 
 

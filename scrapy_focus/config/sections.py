@@ -56,6 +56,8 @@ class ExtractConfig:
     mode: str
     function: str
     options: ExtractOptions
+    # the limit counts the worker's CPU time, not the wall clock (FOCUS_REPRODUCIBLE_ORDER)
+    cpu_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,9 @@ class FrontierConfig:
     ignored_queue_settings: tuple[str, ...]  # Scrapy queue settings the user set
     trap_pages: int
     log_interval: float
+    reproducible_order: bool
+    concurrency: int  # CONCURRENT_REQUESTS: the C of the reproducible order
+    order_wait: float
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ class LadderConfig:
     breaker_threshold: int
     breaker_cooldown: float
     breaker_max_cooldown: float
+    seed: int  # FOCUS_SEED: the engine history's probes draw from it (0: unseeded)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ class ExtractionMiddleware:
             self.config.mode,
             self.config.function,
             self.config.options,
+            cpu_time=self.config.cpu_time,
         )
         crawler.signals.connect(self.on_spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)

@@ -12,6 +12,12 @@ Contract of :meth:`ExtractionPool.submit`: it returns a Deferred that always
 fires with an :class:`ExtractionResult` (never errbacks); ``failure`` is None,
 ``"timeout"`` or ``"error"``.  At most ``workers`` pages are extracted at once;
 more wait in the pool's queue (the downloader's concurrency bounds how many).
+
+The limit is wall time, unless ``cpu_time`` (process mode, with
+``FOCUS_REPRODUCIBLE_ORDER``): then it counts the CPU time the worker spent on
+the page (``ITIMER_PROF``), so that the same page times out or not whatever else
+the machine runs, and the wall clock only stops a worker stuck past
+``WALL_FACTOR`` times the limit.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import traceback
@@ -45,11 +52,35 @@ class ExtractionResult:
     worker: str = ""  # "pid:thread" that ran it
 
 
+#: With a CPU-time limit, the wall time past which a worker is stopped anyway.
+WALL_FACTOR = 4.0
+
+
+class CpuTimeout(TimeoutError):
+    """The page used up its CPU time in the worker."""
+
+
+def _cpu_expired(signum: int, frame: Any) -> None:
+    raise CpuTimeout("the page's CPU time ran out")
+
+
 def _run(
-    function_path: str, body: bytes, url: str, content_type: str | None, options: ExtractOptions
+    function_path: str,
+    body: bytes,
+    url: str,
+    content_type: str | None,
+    options: ExtractOptions,
+    cpu_limit: float = 0.0,
 ) -> tuple[Extraction, str]:
     function: Callable[..., Extraction] = _load(function_path)
-    extraction = function(body, url, content_type, options)
+    if cpu_limit:
+        signal.signal(signal.SIGPROF, _cpu_expired)
+        signal.setitimer(signal.ITIMER_PROF, cpu_limit)
+    try:
+        extraction = function(body, url, content_type, options)
+    finally:
+        if cpu_limit:
+            signal.setitimer(signal.ITIMER_PROF, 0)
     if isinstance(extraction, Extraction) and extraction.confidence is None:
         # Scored here, in the worker, rather than by the ConfidencePipeline on the
         # reactor thread (a few ms of regexes over the text per page).
@@ -82,6 +113,7 @@ class ExtractionPool:
         mode: str = "process",
         function: str = DEFAULT_FUNCTION,
         options: ExtractOptions | None = None,
+        cpu_time: bool = False,
     ) -> None:
         if mode not in {"process", "thread"}:
             raise ValueError(f"FOCUS_EXTRACT_MODE={mode!r}: use 'process' or 'thread'")
@@ -90,6 +122,7 @@ class ExtractionPool:
         self.mode = mode
         self.function = function
         self.options = options or ExtractOptions()
+        self.cpu_time = cpu_time and mode == "process"  # a thread has no CPU timer of its own
         self._pool: Any = None
         try:  # fail at start-up, in the crawl's own process, on a bad path
             _load(function)
@@ -134,8 +167,11 @@ class ExtractionPool:
         started = time.monotonic()
         args = (self.function, body, url, content_type, self.options)
         result: defer.Deferred = defer.Deferred()
-        if self.mode == "process":
-            future: Future = self._pool.schedule(_run, args, timeout=self.timeout)
+        if self.cpu_time:
+            wall = self.timeout * WALL_FACTOR
+            future: Future = self._pool.schedule(_run, (*args, self.timeout), timeout=wall)
+        elif self.mode == "process":
+            future = self._pool.schedule(_run, args, timeout=self.timeout)
         else:
             future = self._pool.submit(_run, *args)
             # A thread cannot be stopped: past the limit its result is abandoned.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import logging
 import pickle
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from scrapy_focus.config import FrontierConfig
+    from scrapy_focus.frontier.entries import Entry
+    from scrapy_focus.frontier.seams import FrontierStore
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +85,25 @@ class RequestCodec:
                 exc_info=True,
             )
             self._log_unserializable = False
+
+    def readable(
+        self, entry: Entry, store: FrontierStore, trapped: Callable[[str], bool]
+    ) -> Request | None:
+        """The request of *entry*, just taken from *store*, or None (counted) for
+        one to drop: unreadable (set aside in the store's quarantine), or of a URL
+        pattern found to be a trap after it was queued."""
+        try:
+            request = self.decode(entry.payload)
+        except Exception:
+            logger.exception("Frontier set aside an entry of %s it could not read back", entry.host)
+            self.stats.inc_value("focus/frontier/unreadable")
+            store.quarantine(entry, "unreadable")
+            return None
+        if trapped(request.url):
+            self.stats.inc_value("focus/frontier/rejected/trap-stale-content")
+            self.stats.inc_value("focus/traps/dropped_queued")
+            return None
+        return request
 
     def decode(self, payload: bytes) -> Request:
         if self.in_memory(payload):

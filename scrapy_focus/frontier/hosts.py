@@ -115,6 +115,12 @@ class HostQueues:
             return host
         return None
 
+    def best_host(self) -> str | None:
+        """The host whose best entry is the best of all, ready or not (a scan of
+        every host with entries)."""
+        keys = ((key[4:], host) for host, key in self.best.items() if key is not None)
+        return min(keys, default=(b"", None))[1]
+
     def _hold(self, host: str, why: str) -> None:
         count = self.store.count_host(host)
         self.held[host] = count

@@ -50,8 +50,9 @@ from scrapy_focus.frontier.codec import RequestCodec
 from scrapy_focus.frontier.dupes import Duplicates
 from scrapy_focus.frontier.leases import Leases
 from scrapy_focus.frontier.opening import open_frontier, warn_ignored_queue_settings
+from scrapy_focus.frontier.ordering import announce_order, dispatched, next_host, stalled
 from scrapy_focus.frontier.rescoring import Rescorer
-from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl, requests_out
+from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl, log_no_scope
 from scrapy_focus.frontier.traps import TrapDetector
 from scrapy_focus.frontier.watch import SignalWatch
 from scrapy_focus.runtime import FocusRuntime
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from scrapy_focus.config import FrontierConfig
-    from scrapy_focus.frontier.entries import Entry
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters, FrontierStore, PolitenessState
     from scrapy_focus.urls import Scope
@@ -84,7 +84,7 @@ class FocusScheduler(BaseScheduler):
         self.politeness: PolitenessState = runtime.politeness
         self.outputs = runtime.page_outputs
         self.counters: CrawlCounters = runtime.counters
-        self.stop_conditions = StopConditions(config, self.counters)
+        self.stop_conditions = StopConditions(config, self.counters, crawler=crawler)
         self.crawl_scope = CrawlScope(config.scope, config.seed_scope)
         self.traps = TrapDetector(config.trap_pages) if config.trap_pages else None
         self.leases = Leases()
@@ -92,6 +92,7 @@ class FocusScheduler(BaseScheduler):
         self.store: FrontierStore | None = None
         self.spider: Spider | None = None
         self._closing = False
+        self.order = runtime.order  # None unless FOCUS_REPRODUCIBLE_ORDER
         # Kept on the scheduler: signals hold their handlers by weak reference.
         self.watch = SignalWatch(self)
 
@@ -128,6 +129,7 @@ class FocusScheduler(BaseScheduler):
         if len(store):
             logger.info("Resuming frontier: %d pending requests in %s", len(store), store.path)
         self.stats.set_value("focus/frontier/size", len(store))
+        announce_order(self.order)
         if self.crawl_scope.seeds_widen:
             logger.info(
                 "No allowed domains (FOCUS_ALLOWED_DOMAINS, spider.allowed_domains): the "
@@ -160,7 +162,8 @@ class FocusScheduler(BaseScheduler):
 
     def __len__(self) -> int:
         # Entries of held-back hosts wait for no one: the crawl may end without them.
-        return len(self.store) - self.hosts.held_total if self.store is not None else 0
+        held = len(self.order) if self.order is not None else 0
+        return len(self.store) - self.hosts.held_total + held if self.store is not None else 0
 
     def _store(self) -> FrontierStore:
         if self.store is None:
@@ -180,6 +183,14 @@ class FocusScheduler(BaseScheduler):
         return enqueued
 
     def _enqueue(self, request: Request) -> bool:
+        if self.order is not None and not self._closing:
+            # a retry, redirect or escalation of a page in flight waits for its turn
+            queued = self.order.came_back(request, functools.partial(self._admit, request))
+            if queued is not None:
+                return queued
+        return self._admit(request)
+
+    def _admit(self, request: Request) -> bool:
         store = self._store()
         state = link_state(request)
         arrival = arrival_of(request, state, self.crawl_scope.empty)
@@ -248,12 +259,7 @@ class FocusScheduler(BaseScheduler):
         """No seed gave the crawl a scope yet: it stops rather than wander the web."""
         self.stats.inc_value("focus/frontier/rejected/no-scope")
         if not self._closing:
-            logger.error(
-                "No scope to check %s against: no FOCUS_ALLOWED_DOMAINS, no allowed_domains "
-                "on the spider, and no seed (a start request) came first.  Give the crawl a "
-                'seed or allowed domains, or set FOCUS_SEED_SCOPE = "any" to crawl any host.',
-                request.url,
-            )
+            log_no_scope(request.url)
             self.stop(NO_SCOPE)
         return False
 
@@ -276,19 +282,22 @@ class FocusScheduler(BaseScheduler):
             return None
 
     def _next_request(self) -> Request | None:
-        store = self._store()
+        store, order = self._store(), self.order
+        if order is not None and not order.order.may_dispatch():
+            return None  # the evidence this dispatch is to see is not all in yet
         if self._closing or not len(store):
-            return None
-        if not self.stop_conditions.budget_left(requests_out(self.crawler, len(self.leases))):
+            return stalled(order)
+        in_flight = len(self.leases) if order is None else order.order.in_flight
+        if not self.stop_conditions.budget_left(in_flight):
             self._check_stop()  # spent already (by other nodes, by a resumed run): stop
-            return None  # else enough in flight to reach FOCUS_MAX_PAGES: no overshoot
-        while (host := self.hosts.pop_ready()) is not None:
+            return stalled(order)  # else enough in flight to reach FOCUS_MAX_PAGES: no overshoot
+        while (host := next_host(self.hosts, order)) is not None:
             request = self._take(host)
             if request is not None:
-                return request
+                return dispatched(order, request)
         if not self._closing:
             self.hosts.schedule_wake()
-        return None
+        return stalled(order) if len(store) == self.hosts.held_total else None
 
     def _take(self, host: str) -> Request | None:
         store = self._store()
@@ -298,7 +307,7 @@ class FocusScheduler(BaseScheduler):
         if entry is None:
             self.hosts.place(host)
             return None
-        request = self._readable(entry)
+        request = self.codec.readable(entry, store, self.guards.trapped)
         if request is None:
             store.ack(entry.lease)
             self.hosts.place(host)
@@ -318,22 +327,6 @@ class FocusScheduler(BaseScheduler):
             self.stop(reason)
         return request
 
-    def _readable(self, entry: Entry) -> Request | None:
-        """The entry's request, or None (counted) for one to drop."""
-        try:
-            request = self.codec.decode(entry.payload)
-        except Exception:
-            logger.exception("Frontier set aside an entry of %s it could not read back", entry.host)
-            self.stats.inc_value("focus/frontier/unreadable")
-            self._store().quarantine(entry, "unreadable")
-            return None
-        if self.guards.trapped(request.url):
-            # queued before its pattern turned out to be a trap
-            self.stats.inc_value("focus/frontier/rejected/trap-stale-content")
-            self.stats.inc_value("focus/traps/dropped_queued")
-            return None
-        return request
-
     # -- after dispatch (called by the signal handlers of :mod:`.watch`)
 
     def _release(self, request_id: int, network: bool = True) -> None:
@@ -351,6 +344,8 @@ class FocusScheduler(BaseScheduler):
 
     def page_done(self, request: Request, output: PageOutput | None) -> None:
         """A page's callback has finished (:mod:`.leases` says when its lease goes)."""
+        if self.order is not None and (output is None or output.pending <= 0):
+            self.order.settle(request)  # its links are all in
         if self.store is None:
             return
         lease = self.leases.page_done(self.duplicates.fingerprint(request), output)
@@ -363,6 +358,8 @@ class FocusScheduler(BaseScheduler):
         output.pending -= 1
         if not (output.complete and output.pending <= 0) or self.store is None:
             return
+        if self.order is not None:
+            self.order.settle(output.request)
         fingerprint = self.duplicates.fingerprint(output.request)
         lease = self.leases.output_finished(fingerprint, output)
         if lease is not None:
@@ -396,5 +393,7 @@ class FocusScheduler(BaseScheduler):
         if self._closing:
             return
         self._closing = True
+        if self.order is not None:
+            self.order.flush()
         logger.info("Stopping the crawl: %s", reason)
         close_crawl(self.crawler, self.spider, reason)

@@ -73,17 +73,23 @@ class StopConditions:
         config: FrontierConfig,
         counters: CrawlCounters,
         clock: Callable[[], float] = time.monotonic,
+        crawler: Crawler | None = None,
     ) -> None:
         self.config = config
         self.counters = counters
         self.clock = clock
+        self.crawler = crawler
         self.started = clock()
         self._low_streak = 0
 
     def budget_left(self, in_flight: int) -> bool:
         """Whether another request may go out: not when those in flight would
-        reach ``FOCUS_MAX_PAGES`` (no overshoot)."""
+        reach ``FOCUS_MAX_PAGES`` (no overshoot).  In flight: the *in_flight* the
+        scheduler counts, or the crawler's downloader's whole active set if larger
+        (:func:`requests_out`)."""
         max_pages = self.config.max_pages
+        if max_pages and self.crawler is not None:
+            in_flight = requests_out(self.crawler, in_flight)
         return not max_pages or self.counters.fetched + in_flight < max_pages
 
     def dequeued(self, score: float) -> str | None:
@@ -136,3 +142,12 @@ def close_crawl(crawler: Crawler, spider: Any, reason: str) -> None:
         deferred_from_coro(engine.close_spider_async(reason=reason))
     else:
         engine.close_spider(spider, reason)
+
+
+def log_no_scope(url: str) -> None:
+    logger.error(
+        "No scope to check %s against: no FOCUS_ALLOWED_DOMAINS, no allowed_domains "
+        "on the spider, and no seed (a start request) came first.  Give the crawl a "
+        'seed or allowed domains, or set FOCUS_SEED_SCOPE = "any" to crawl any host.',
+        url,
+    )
