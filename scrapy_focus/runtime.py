@@ -218,7 +218,10 @@ class FocusRuntime:
         """The gate that makes the crawl's order reproducible (``FOCUS_REPRODUCIBLE_ORDER``,
         :mod:`scrapy_focus.frontier.ordering`); None when off, and in a cluster."""
         config = self.config.frontier
-        if not (config.enabled and config.reproducible_order) or self.config.cluster.enabled:
+        if not (config.enabled and config.reproducible_order):
+            return None
+        if self.config.cluster.enabled:  # nodes interleave: no one order to keep
+            logger.warning("FOCUS_REPRODUCIBLE_ORDER has no effect in cluster mode")
             return None
         from twisted.internet import reactor
 

@@ -133,3 +133,17 @@ def test_a_damaged_record_reads_back_as_what_it_holds(record):
     """A stored record is data: what is not of its shape is left out, never an error."""
     state = FocusState.from_record(record)
     assert state.attempts == [] and state.link is None
+
+
+def test_reproducible_order_in_cluster_mode_is_said_to_have_no_effect(caplog):
+    # No Redis is needed: the gate is decided from the config alone.
+    crawler = get_crawler(
+        settings_dict={
+            "ADDONS": ADDON,
+            "FOCUS_REPRODUCIBLE_ORDER": True,
+            "FOCUS_CLUSTER_REDIS_URL": "redis://127.0.0.1:1/0",
+        }
+    )
+    with caplog.at_level("WARNING", logger="scrapy_focus.runtime"):
+        assert FocusRuntime.of(crawler).order is None
+    assert "FOCUS_REPRODUCIBLE_ORDER has no effect in cluster mode" in caplog.text
