@@ -376,9 +376,9 @@ FOCUS_PROMETHEUS_HOST = "127.0.0.1"
 SCRAPY_DOWNLOAD_MAXSIZE = 2 * FOCUS_EXTRACT_MAX_BYTES
 #: A warning for each body the extraction will not read.
 SCRAPY_DOWNLOAD_WARNSIZE = FOCUS_EXTRACT_MAX_BYTES
-#: Scrapy starts this many tasks for every callback's output, however small (its 100
-#: cost about 1 ms of CPU per page: docs/benchmarks.md, "Throughput").  Our pipelines
-#: are synchronous; only a user's async pipeline fed many items by one response wants more.
+#: Scrapy starts this many tasks for every callback's output, however small (the cost
+#: of its 100 is in docs/benchmarks.md, "Throughput").  Our pipelines are synchronous;
+#: only a user's async pipeline fed many items by one response wants more.
 SCRAPY_CONCURRENT_ITEMS = 16
 
 
