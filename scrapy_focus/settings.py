@@ -376,10 +376,6 @@ FOCUS_PROMETHEUS_HOST = "127.0.0.1"
 SCRAPY_DOWNLOAD_MAXSIZE = 2 * FOCUS_EXTRACT_MAX_BYTES
 #: A warning for each body the extraction will not read.
 SCRAPY_DOWNLOAD_WARNSIZE = FOCUS_EXTRACT_MAX_BYTES
-#: Scrapy starts this many tasks for every callback's output, however small (the cost
-#: of its 100 is in docs/benchmarks.md, "Throughput").  Our pipelines are synchronous;
-#: only a user's async pipeline fed many items by one response wants more.
-SCRAPY_CONCURRENT_ITEMS = 16
 
 
 def scrapy_defaults() -> dict[str, Any]:
@@ -387,7 +383,6 @@ def scrapy_defaults() -> dict[str, Any]:
     return {
         "DOWNLOAD_MAXSIZE": SCRAPY_DOWNLOAD_MAXSIZE,
         "DOWNLOAD_WARNSIZE": SCRAPY_DOWNLOAD_WARNSIZE,
-        "CONCURRENT_ITEMS": SCRAPY_CONCURRENT_ITEMS,
     }
 
 
