@@ -225,14 +225,18 @@ def test_the_local_cluster_script_runs_redis_and_n_nodes_of_the_example_project(
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     counts = re.findall(r"^node-(\d): (\d+) pages$", proc.stdout, re.MULTILINE)
     assert [node for node, _ in counts] == ["1", "2"]
-    assert all(int(pages) >= 1 for _, pages in counts)
+    # Both nodes joined the one crawl; how the 10 pages split between them depends on
+    # which started first (on a loaded machine the second may find the budget spent).
+    assert sum(int(pages) for _, pages in counts) >= 10
     summary = re.search(r"^cluster: (\d+) pages from 2 nodes, (\d+) distinct URLs$",
                         proc.stdout, re.MULTILINE)  # fmt: skip
     assert summary is not None, proc.stdout
     assert int(summary[1]) == sum(int(pages) for _, pages in counts)
     for node in (1, 2):  # each node's own log and corpus
         folder = tmp_path / "cluster" / f"node-{node}"
-        assert "Spider closed" in (folder / "crawl.log").read_text()
+        log = (folder / "crawl.log").read_text()
+        assert "Cluster mode: crawl 'asyncio' on redis://127.0.0.1:" in log
+        assert f"as node node-{node}" in log and "Spider closed" in log
         assert (folder / "httpcache").is_dir()
     assert (tmp_path / "cluster" / "redis" / "redis.log").exists()
     # The script stopped its redis-server and docs server.
