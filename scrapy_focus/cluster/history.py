@@ -44,6 +44,7 @@ from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
+from scrapy_focus.cluster.riders import reply_error
 from scrapy_focus.cluster.values import (
     REDIS_DOWN,
     Outage,
@@ -188,10 +189,8 @@ class RedisHistoryStore:
 
     def answered(self, replies: list[Any]) -> None:
         flushing, reading = self._round
-        error = next((r for r in replies if isinstance(r, Exception)), None)
+        error = reply_error(replies, self.client, _MERGE)
         if error is not None:
-            if "NOSCRIPT" in str(error):  # a restarted Redis: loaded for the next round
-                self.client.script_load(_MERGE)
             self.failed(error)
             return
         self.outage.answered()

@@ -44,6 +44,16 @@ class Rider(Protocol):
     def due(self, now: float) -> bool: ...
 
 
+def reply_error(replies: list[Any], client: Any, script: str) -> Exception | None:
+    """The first error among a rider's *replies*, or None; when Redis had lost the
+    rider's *script* (a restarted server: NOSCRIPT), it is loaded again for the next
+    round."""
+    error = next((r for r in replies if isinstance(r, Exception)), None)
+    if error is not None and "NOSCRIPT" in str(error):
+        client.script_load(script)
+    return error
+
+
 def _raw(reply: Any) -> Any:
     return reply
 
