@@ -137,15 +137,18 @@ def test_per_host_delay_holds_across_two_nodes_leasing_alternately(
     a, b = make(redis_server, "a", DOWNLOAD_DELAY=0.2), make(redis_server, "b", DOWNLOAD_DELAY=0.2)
     a.push([item(f"u{i}") for i in range(8)])
     times: dict[str, list[float]] = {"a": [], "b": []}
-    deadline, turn = time.monotonic() + 1.5, 0
+    deadline, last = time.monotonic() + 1.5, b
     while time.monotonic() < deadline:
-        turn += 1
-        first, second = (a, b) if turn % 2 else (b, a)
-        for entry in first.lease(4).entries:
-            times[first.node].append(dispatch_time(first, entry.key))
-            assert second.lease(4).entries == []  # the host's turn is taken cluster-wide
-            first.release([Release(entry.host, entry.key, network=True)])
-            first.ack([entry.key])
+        # The node that did not get the last turn asks first: alternating by loop count
+        # instead can phase-lock with the delay and hand every turn to one node.
+        first, second = (a, b) if last is b else (b, a)
+        for node, other in ((first, second), (second, first)):
+            for entry in node.lease(4).entries:
+                times[node.node].append(dispatch_time(node, entry.key))
+                assert other.lease(4).entries == []  # the host's turn is taken cluster-wide
+                node.release([Release(entry.host, entry.key, network=True)])
+                node.ack([entry.key])
+                last = node
         time.sleep(0.01)
     assert times["a"] and times["b"], times
     handed = sorted(times["a"] + times["b"])
