@@ -94,6 +94,12 @@ class _Reader:
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be a number or None, not {value!r}") from None
 
+    def optional_count(self, name: str) -> int | None:
+        value = self.optional_float(name)
+        if value is not None and (value < 0 or value != int(value)):
+            raise ValueError(f"{name} must be a whole number >= 0 or None, not {value!r}")
+        return None if value is None else int(value)
+
     def optional_str(self, name: str) -> str | None:
         return self.settings.get(name, getattr(defaults, name)) or None
 
@@ -298,6 +304,7 @@ def _frontier(read: _Reader) -> FrontierConfig:
         reproducible_order=read("FOCUS_REPRODUCIBLE_ORDER"),
         concurrency=max(1, settings.getint("CONCURRENT_REQUESTS", 16)),
         order_wait=read("FOCUS_ORDER_WAIT"),
+        max_unprocessed=read.optional_count("FOCUS_MAX_UNPROCESSED"),
     )
 
 

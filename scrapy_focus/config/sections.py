@@ -118,6 +118,7 @@ class FrontierConfig:
     reproducible_order: bool
     concurrency: int  # CONCURRENT_REQUESTS: the C of the reproducible order
     order_wait: float
+    max_unprocessed: int | None  # None: as many as the extraction workers (.backlog)
 
 
 @dataclass(frozen=True)

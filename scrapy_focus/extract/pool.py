@@ -23,6 +23,7 @@ the machine runs, and the wall clock only stops a worker stuck past
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import os
 import signal
@@ -138,14 +139,14 @@ class ExtractionPool:
             # forkserver: workers never inherit the reactor's threads and locks,
             # and a replacement for a killed worker starts in milliseconds.
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(
-                ["scrapy_focus.extract.page", "scrapy_focus.extract.confidence"]
-            )
+            # The forkserver imports (and so runs) the warm-up once, for every worker.
+            context.set_forkserver_preload(["scrapy_focus.extract.warm"])
             self._pool = pebble.ProcessPool(max_workers=self.workers, context=context)
             for _ in range(self.workers):
                 self._pool.schedule(_warm, (self.function,))
         else:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="focus-extract")
+            self._pool.submit(importlib.import_module, "scrapy_focus.extract.warm")
 
     def close(self) -> None:
         if self._pool is None:

@@ -43,6 +43,18 @@ def open_frontier(
     return store, HostQueues(store, runtime.politeness, crawler.stats, engine_waker(crawler))
 
 
+def log_seed_scope(seed_scope: str) -> None:
+    """Say at start-up what a crawl without allowed domains may fetch."""
+    logger.info(
+        "No allowed domains (FOCUS_ALLOWED_DOMAINS, spider.allowed_domains): the "
+        "crawl stays on its seeds' %s (FOCUS_SEED_SCOPE = %r), and links and "
+        "redirects to other hosts are dropped, where Scrapy would follow them. "
+        'FOCUS_SEED_SCOPE = "any" follows them.',
+        "registrable domains" if seed_scope == "domain" else "hosts",
+        seed_scope,
+    )
+
+
 def warn_ignored_queue_settings(config: FrontierConfig) -> None:
     """Say at start-up which of Scrapy's queue settings the frontier replaces."""
     for name in config.ignored_queue_settings:

@@ -46,10 +46,11 @@ from scrapy_focus.frontier.admission import (
     link_state,
     queue_host,
 )
+from scrapy_focus.frontier.backlog import ProcessingBacklog
 from scrapy_focus.frontier.codec import RequestCodec
 from scrapy_focus.frontier.dupes import Duplicates
 from scrapy_focus.frontier.leases import Leases
-from scrapy_focus.frontier.opening import open_frontier, warn_ignored_queue_settings
+from scrapy_focus.frontier.opening import log_seed_scope, open_frontier, warn_ignored_queue_settings
 from scrapy_focus.frontier.ordering import announce_order, dispatched, next_host, stalled
 from scrapy_focus.frontier.rescoring import Rescorer
 from scrapy_focus.frontier.stopping import NO_SCOPE, StopConditions, close_crawl, log_no_scope
@@ -88,6 +89,7 @@ class FocusScheduler(BaseScheduler):
         self.crawl_scope = CrawlScope(config.scope, config.seed_scope)
         self.traps = TrapDetector(config.trap_pages) if config.trap_pages else None
         self.leases = Leases()
+        self.backlog = ProcessingBacklog(config, runtime.config.extract, crawler)
         self.duplicates = Duplicates(crawler, config)
         self.store: FrontierStore | None = None
         self.spider: Spider | None = None
@@ -131,14 +133,7 @@ class FocusScheduler(BaseScheduler):
         self.stats.set_value("focus/frontier/size", len(store))
         announce_order(self.order)
         if self.crawl_scope.seeds_widen:
-            logger.info(
-                "No allowed domains (FOCUS_ALLOWED_DOMAINS, spider.allowed_domains): the "
-                "crawl stays on its seeds' %s (FOCUS_SEED_SCOPE = %r), and links and "
-                "redirects to other hosts are dropped, where Scrapy would follow them. "
-                'FOCUS_SEED_SCOPE = "any" follows them.',
-                "registrable domains" if self.config.seed_scope == "domain" else "hosts",
-                self.config.seed_scope,
-            )
+            log_seed_scope(self.config.seed_scope)
         return self.duplicates.open_filter()
 
     def close(self, reason: str) -> Any:
@@ -287,6 +282,8 @@ class FocusScheduler(BaseScheduler):
             return None  # the evidence this dispatch is to see is not all in yet
         if self._closing or not len(store):
             return stalled(order)
+        if self.backlog.full():
+            return None  # the pages read so far choose the next: the engine asks again
         in_flight = len(self.leases) if order is None else order.order.in_flight
         if not self.stop_conditions.budget_left(in_flight):
             self._check_stop()  # spent already (by other nodes, by a resumed run): stop

@@ -4,7 +4,8 @@
 passing on to the scheduler what it needs to know:
 
 * ``request_reached_downloader``, ``request_left_downloader``: the host was
-  used (politeness measures its delay from the end of a fetch);
+  used (politeness measures its delay from the end of a fetch), and the
+  request entered and left its download slot (:mod:`.backlog`);
 * ``response_received``, ``request_left_downloader``, ``request_dropped``: the
   request is done (its host's slot is free; a cached answer gives its turn
   back); a response other than a redirect counts as a page fetched;
@@ -69,11 +70,13 @@ class SignalWatch:
     # -- the downloader
 
     def on_request_reached_downloader(self, request: Request, spider: Spider | None = None):
+        self.scheduler.backlog.reached_slot()
         host = self.scheduler.dispatched_host(request)
         if host is not None:
             self.scheduler.politeness.reached_downloader(host)
 
     def on_request_left_downloader(self, request: Request, spider: Spider | None = None):
+        self.scheduler.backlog.left_slot()
         host = self.scheduler.dispatched_host(request)
         self.scheduler.politeness.left_downloader(host or host_of(request.url))
         self.scheduler.request_finished(request)
