@@ -634,15 +634,16 @@ def main(argv: list[str] | None = None) -> int:
     for strategy in strategies:
         if strategy not in STRATEGIES:
             raise SystemExit(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
-    relevant = {spec.name: spec.relevant() for spec in topics}
-    if args.load:
-        crawls = load_crawls(args.load, names, strategies)
-        return report(args, argv, topics, strategies, relevant, crawls, 0.0)
+    # The packages first: the ground truth is read from the sites' own pages.
     missing = missing_packages(topics)
     if missing:
         if args.no_install:
             raise SystemExit(f"install the documentation packages first: {' '.join(missing)}")
         install_packages(missing)
+    relevant = {spec.name: spec.relevant() for spec in topics}
+    if args.load:
+        crawls = load_crawls(args.load, names, strategies)
+        return report(args, argv, topics, strategies, relevant, crawls, 0.0)
     if "crawl4ai" in strategies:
         from crawl4ai_env import ensure_venv
 
