@@ -27,3 +27,31 @@ def wait_or_spin(body: bytes, url: str, content_type: str | None, options: Any) 
         while True:
             pass
     return extract_page(body, url, content_type, options)
+
+
+#: The file :func:`slow_and_logged` appends to (an environment variable: the worker
+#: processes inherit the crawl's environment).
+EXTRACT_LOG_ENV = "FOCUS_TEST_EXTRACT_LOG"
+
+
+def slow_and_logged(body: bytes, url: str, content_type: str | None, options: Any) -> Extraction:
+    """A page that takes a while to extract (a busy worker), and when it was done."""
+    import os
+
+    time.sleep(0.15)
+    extraction = extract_page(body, url, content_type, options)
+    with open(os.environ[EXTRACT_LOG_ENV], "a") as log:
+        log.write(f"{time.monotonic()} {url}\n")
+    return extraction
+
+
+def warm_state(body: bytes, url: str, content_type: str | None, options: Any) -> Extraction:
+    """The page, titled "warm" if trafilatura's lazy start-up state (jusText's stop
+    lists, built on the first short page) was there before it, else "cold"."""
+    from dataclasses import replace
+
+    from trafilatura import external
+
+    ready = external.JT_STOPLIST is not None
+    extraction = extract_page(body, url, content_type, options)
+    return replace(extraction, title="warm" if ready else "cold")

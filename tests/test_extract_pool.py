@@ -100,3 +100,19 @@ def test_extract_metadata_setting(value, expected):
 def test_an_unknown_metadata_field_is_named():
     with pytest.raises(ValueError, match=r"unknown field.*headline"):
         metadata_setting(["title", "headline"])
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_the_first_page_finds_the_extractor_warmed_up(farm, tmp_path, mode):
+    # The first short page of a process builds jusText's stop lists: paid by a crawl's
+    # first pages, it delays the responses that decide where a focused crawl goes.
+    settings = {
+        **NO_CONTRACT,
+        "FOCUS_EXTRACT_FUNCTION": "tests.extractors.warm_state",
+        "FOCUS_EXTRACT_MODE": mode,
+        "FOCUS_EXTRACT_WORKERS": 1,  # in thread mode, the warm-up is the one thread's first task
+    }
+    url = farm.url("/topics/astronomy/index.html")
+    result = run_crawl(tmp_path, [url], settings, spider="page_spider.py")
+    assert result.returncode == 0, result.log[-3000:]
+    assert [item["title"] for item in result.items] == ["warm"]

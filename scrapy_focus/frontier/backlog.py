@@ -27,12 +27,15 @@ there is no such limit: that order bounds the evidence not yet applied itself
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_focus.config import ExtractConfig, FrontierConfig
+
+logger = logging.getLogger(__name__)
 
 
 class ProcessingBacklog:
@@ -44,9 +47,17 @@ class ProcessingBacklog:
         if config.reproducible_order:  # it holds responses for their turn: they would count
             self.limit = 0
         self.crawler = crawler
-        self.stats = crawler.stats
         self._in_slots = 0
         self._was_full = False
+
+    def announce(self) -> None:
+        """Say at start-up how far the crawl may fetch ahead of its reading."""
+        if self.limit:
+            logger.info(
+                "The frontier hands out no request while %d response(s) wait for the "
+                "downloader middlewares (the extraction): FOCUS_MAX_UNPROCESSED, 0 for no limit",
+                self.limit,
+            )
 
     def reached_slot(self) -> None:
         self._in_slots += 1
@@ -63,6 +74,6 @@ class ProcessingBacklog:
         backlog fills up counts in ``focus/frontier/backlog_full``."""
         full = bool(self.limit) and len(self) >= self.limit
         if full and not self._was_full:
-            self.stats.inc_value("focus/frontier/backlog_full")
+            self.crawler.stats.inc_value("focus/frontier/backlog_full")
         self._was_full = full
         return full

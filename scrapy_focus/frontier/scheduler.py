@@ -132,6 +132,7 @@ class FocusScheduler(BaseScheduler):
             logger.info("Resuming frontier: %d pending requests in %s", len(store), store.path)
         self.stats.set_value("focus/frontier/size", len(store))
         announce_order(self.order)
+        self.backlog.announce()
         if self.crawl_scope.seeds_widen:
             log_seed_scope(self.config.seed_scope)
         return self.duplicates.open_filter()
