@@ -411,3 +411,26 @@ def test_stop_conditions_count_the_crawls_pages_and_its_dequeues():
     for _ in range(3):
         counters.add_fetched()
     assert stop.page_counted() == "focus_max_pages"
+
+
+def test_a_link_that_labels_a_pair_is_described_by_what_follows_it():
+    from scrapy.http import HtmlResponse
+
+    from scrapy_focus.frontier.context import anchors_of
+
+    body = (
+        b"<html><body><h2>Commands</h2><dl>"
+        b"<dt><a href='svn.html'>git-svn(1)</a></dt><!-- -->"
+        b"<dd><p>Bidirectional operation with a Subversion repository.</p></dd>"
+        b"<dt><a href='am.html'>git-am(1)</a></dt><dt>an alias</dt><dd>Apply patches.</dd></dl>"
+        b"<table><tr><td><a href='csv.html'>csv</a></td><td>(any)</td>"
+        b"<td>Read and write delimited files.</td></tr></table>"
+        b"<p><a href='long.html'>" + b"a long label " * 20 + b"</a></p><p>not its text</p>"
+        b"</body></html>"
+    )
+    anchors = anchors_of(HtmlResponse("http://h/index.html", body=body))
+    context = {url.rsplit("/", 1)[1]: link["context"] for url, link in anchors.items()}
+    assert context["svn.html"] == "git-svn(1) Bidirectional operation with a Subversion repository."
+    assert context["am.html"] == "git-am(1)"  # what follows it is another label
+    assert context["csv.html"] == "csv (any) Read and write delimited files."
+    assert "not its text" not in context["long.html"]

@@ -55,6 +55,8 @@ logger = logging.getLogger(__name__)
 _SPACES = re.compile(r"\s+")
 _BLOCKS = frozenset("p li td th dd dt div section article nav header footer aside".split())
 _HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
+#: The blocks that describe a label block when they follow it (see _context).
+_DESCRIBED_BY = {"dt": frozenset(("dd",)), "td": frozenset(("td",)), "th": frozenset(("td",))}
 CONTEXT_CHARS = 240
 
 
@@ -169,13 +171,28 @@ def _context(element: Any, reader: ContextReader) -> str:
     """The first CONTEXT_CHARS of the text of the link's block, spaces collapsed.
 
     The block can be large (a table of contents is one list item holding a whole
-    tree of links): its text is read only as far as needed, not once per link."""
+    tree of links): its text is read only as far as needed, not once per link.
+    A link that is the label of a pair (a definition list's ``<dt>``, a table
+    row's cell) is described by what follows it (the ``<dd>``, the row's next
+    cells: a command index, a module index), and that text joins its own."""
     block = element.getparent()
     while block is not None and block.tag not in _BLOCKS:
         block = block.getparent()
     if block is None:
         return ""
-    return reader.text(block, CONTEXT_CHARS)
+    text = reader.text(block, CONTEXT_CHARS)
+    described = _DESCRIBED_BY.get(block.tag)
+    following = block.getnext()
+    while described and following is not None and len(text) < CONTEXT_CHARS // 2:
+        if not isinstance(following.tag, str):  # a comment between the two
+            following = following.getnext()
+            continue
+        if following.tag not in described:
+            break
+        more = reader.text(following, CONTEXT_CHARS - len(text) - 1)
+        text = f"{text} {more}".strip()
+        following = following.getnext() if following.tag != "dd" else None
+    return text
 
 
 class LinkContextMiddleware:
