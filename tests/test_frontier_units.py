@@ -135,7 +135,17 @@ def test_terms_stem_and_drop_stop_words():
         "coroutin",
         "asyncio",
         "base",
+        "asynciobas",  # the two words as one: the same word is spelt both ways
     ]
+
+
+def test_a_word_spelt_with_and_without_its_hyphen_matches():
+    assert set(terms("Send patches as emails")) & set(terms("patches by e-mail")) == {
+        "patch",
+        "email",
+    }
+    assert "commandlin" in terms("the command-line") and "commandlin" in terms("commandline")
+    assert terms("released 2024-01-02") == ["releas"]  # numbers stay out, joined or not
 
 
 def test_page_relevance_prefers_pages_about_the_topic():

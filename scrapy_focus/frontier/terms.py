@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 import snowballstemmer
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)?", re.UNICODE)  # a word, or two joined by a hyphen
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 STOP_WORDS = frozenset(
@@ -46,14 +46,25 @@ def _stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased, stemmed words of *text*, without stop words and one-letter words."""
-    out = []
-    for word in _WORD.findall(_CAMEL.sub(" ", text)):
-        word = word.lower()
-        if len(word) < 2 or word in STOP_WORDS or word.isdigit():
-            continue
-        out.append(_stem(word))
+    """Lower-cased, stemmed words of *text*, without stop words and one-letter words.
+
+    Two words joined by a hyphen count as each word and as the two written as one
+    (``e-mail``: ``mail`` and ``email``): the same word is spelt both ways
+    (``command-line``, ``sub-command``, ``built-in``), by different writers."""
+    out: list[str] = []
+    for token in _WORD.findall(_CAMEL.sub(" ", text)):
+        token = token.lower()
+        if "-" in token:
+            out.extend(_stem(word) for word in token.split("-") if _is_term(word))
+            token = token.replace("-", "")
+        if _is_term(token):
+            out.append(_stem(token))
     return out
+
+
+def _is_term(word: str) -> bool:
+    return len(word) >= 2 and word not in STOP_WORDS and not word.isdigit()
+
 
 
 def url_terms(url: str) -> list[str]:
