@@ -66,7 +66,6 @@ def _is_term(word: str) -> bool:
     return len(word) >= 2 and word not in STOP_WORDS and not word.isdigit()
 
 
-
 def url_terms(url: str) -> list[str]:
     """Terms of a URL's path and query (not its host: every link of a site shares it)."""
     parts = urlsplit(url)
