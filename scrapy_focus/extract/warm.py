@@ -11,7 +11,7 @@ worker a page lands on: two runs of one crawl then start differently.
 take trafilatura's main path and its fallbacks.  The extraction pool's
 forkserver imports this module (``set_forkserver_preload``), so the warm-up runs
 once there and every worker it forks, a replacement for a killed one too,
-starts with that state; in thread mode the pool calls :func:`warm` once.
+starts with that state; in thread mode the pool's first task imports it.
 """
 
 from __future__ import annotations
