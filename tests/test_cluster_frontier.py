@@ -145,7 +145,12 @@ def test_per_host_delay_holds_across_two_nodes_leasing_alternately(
         for node, other in ((first, second), (second, first)):
             for entry in node.lease(4).entries:
                 times[node.node].append(dispatch_time(node, entry.key))
-                assert other.lease(4).entries == []  # the host's turn is taken cluster-wide
+                # The other node asks at once; on a loaded machine the delay may have
+                # passed by then, and its turn counts in the gaps below like any other.
+                for late in other.lease(4).entries:
+                    times[other.node].append(dispatch_time(other, late.key))
+                    other.release([Release(late.host, late.key, network=True)])
+                    other.ack([late.key])
                 node.release([Release(entry.host, entry.key, network=True)])
                 node.ack([entry.key])
                 last = node
