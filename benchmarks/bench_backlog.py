@@ -90,8 +90,11 @@ def main() -> None:
     print(" | pages/s, on ÷ off |")
     print("|---|---|---|---|")
     for shape, off, on, ratio in rows:
-        spread = lambda values: f"{min(values)} / {statistics.median(values):g} / {max(values)}"  # noqa: E731
-        print(f"| {shape} | {spread(off)} | {spread(on)} | {ratio:.2f}x |")
+        print(f"| {shape} | {_spread(off)} | {_spread(on)} | {ratio:.2f}x |")
+
+
+def _spread(values: list[int]) -> str:
+    return f"{min(values)} / {statistics.median(values):g} / {max(values)}"
 
 
 if __name__ == "__main__":
