@@ -41,6 +41,8 @@ class Leased:
     priority: int
     score: float
     payload: bytes
+    wait: float = 0.0  # seconds from the lease until its host's turn (0: its turn now)
+    due: float = 0.0  # that turn on the node's link clock (set as it reaches the inbox)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class Release:
     host: str  # for the caller's records: the lease's own host is the one released
     key: bytes
     network: bool  # False: answered from the corpus, the host's turn is given back
+    ended: float | None = None  # time.monotonic() when it ended (None: when Redis hears it)
+    hold: float = 0.0  # seconds it may wait for company beyond the linger (pacing.py)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ that turns a leased payload back into data and quarantines what is not.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -181,13 +182,22 @@ class RedisFrontier(Quarantine):
         return added
 
     @unavailable
-    def lease(self, limit: int) -> LeaseBatch:
+    def lease(self, limit: int, reserve: float | None = None) -> LeaseBatch:
         """Up to *limit* entries, best first across the hosts ready now, each leased to
-        this node: its host's in-flight count goes up and its turn is taken."""
-        return self._one(self.lease_call(limit))
+        this node: its host's in-flight count goes up and its turn is taken.  With
+        *reserve* (seconds), when those are fewer, also the next turn of hosts waiting
+        only for their delay (their last request ended) when that turn is more than
+        *reserve* away: each such entry's ``wait`` says when it comes, and the node
+        must not send it before (a node that keeps a host's turns leases each in the
+        round that releases the one before)."""
+        return self._one(self.lease_call(limit, reserve))
 
-    def lease_call(self, limit: int) -> Call:
-        return Call("LEASE", [max(0, min(limit, MAX_BATCH))], self._leased)
+    def lease_call(self, limit: int, reserve: float | None = None, park: bool = False) -> Call:
+        """*park*: the round ends in a wait (:mod:`~.parking`), which this lease ends
+        at once when it brought entries."""
+        ahead = "" if reserve is None else repr(float(reserve))
+        args = [max(0, min(limit, MAX_BATCH)), ahead, int(park)]
+        return Call("LEASE", args, self._leased)
 
     def _leased(self, raw: Any) -> LeaseBatch:
         wait, queued, flat, dropped = raw
@@ -195,10 +205,10 @@ class RedisFrontier(Quarantine):
             logger.warning("%d members of the ready set were not written by a node", dropped)
             self.stats["focus/cluster/malformed_key"] += int(dropped)
         entries = []
-        for i in range(0, len(flat), 3):
+        for i in range(0, len(flat), 4):
             host, key, payload = flat[i].decode(errors="replace"), flat[i + 1], flat[i + 2]
             priority, score = decode_rank(key)  # 16 bytes: the script checked
-            entries.append(Leased(host, key, priority, score, payload))
+            entries.append(Leased(host, key, priority, score, payload, float(flat[i + 3])))
         self.stats["focus/cluster/leased"] += len(entries)
         return LeaseBatch(entries, None if wait is None else float(wait), int(queued))
 
@@ -210,10 +220,14 @@ class RedisFrontier(Quarantine):
         perhaps leased again to another): no-ops."""
         return self._one(self.release_call(items)) if items else 0
 
-    def release_call(self, items: Sequence[Release]) -> Call:
-        args: list[Any] = []
+    def release_call(self, items: Sequence[Release], alone: bool = True) -> Call:
+        """*alone*: no lease of this node follows in the round, so a host this frees
+        wakes a parked node (see :meth:`lease_call`)."""
+        args: list[Any] = [int(alone)]
+        now = time.monotonic()  # the clock of Release.ended
         for item in items:
-            args += [item.key, 1 if item.network else 0]
+            ago = 0.0 if item.ended is None else max(0.0, now - item.ended)
+            args += [item.key, 1 if item.network else 0, repr(ago)]
         return Call("RELEASE", args, self._released)
 
     def _released(self, raw: Any) -> int:
@@ -227,13 +241,13 @@ class RedisFrontier(Quarantine):
         before): no-ops, so a node declared dead never acknowledges another's lease."""
         return self._one(self.ack_call(keys)) if keys else 0
 
-    def ack_call(self, keys: Sequence[bytes]) -> Call:
+    def ack_call(self, keys: Sequence[bytes], alone: bool = True) -> Call:
         def acked(raw: Any) -> int:
             self.stats["focus/cluster/acked"] += len(keys) - int(raw)
             self.stats["focus/cluster/ack_gone"] += int(raw)
             return int(raw)
 
-        return Call("ACK", list(keys), acked)
+        return Call("ACK", [int(alone), *keys], acked)
 
     @unavailable
     def requeue(self, entry: Leased, score: float) -> bytes | None:

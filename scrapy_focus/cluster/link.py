@@ -11,7 +11,8 @@ a lease and a status poll when due, and the other seams' exchanges
 (:mod:`~.riders`: counters, history, breaker, link model) go to Redis in ONE
 pipelined round trip; the rarer messages (a host's policy, a backoff...) each
 make their own call first.  A batch of leased entries wakes the engine
-(``reactor.callFromThread``), so a node waiting for work costs no CPU.
+(``reactor.callFromThread``), so a node waiting for work costs no CPU; a node
+with nothing to do parks its round in a blocking wait (:mod:`~.parking`).
 
 Redis going away: a failed round keeps its messages (each is idempotent, said
 again), is logged once per outage and tried again after a backoff doubling up to
@@ -35,12 +36,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scrapy_focus.cluster.entries import ClusterUnavailable
+from scrapy_focus.cluster.errors import Outage
 from scrapy_focus.cluster.pacing import Pacing
+from scrapy_focus.cluster.parking import Parking
 from scrapy_focus.cluster.riders import Riders
-from scrapy_focus.cluster.singles import flush_if_done, say
+from scrapy_focus.cluster.singles import SINGLE, flush_if_done, recover, say_all
 
 if TYPE_CHECKING:
     from scrapy_focus.cluster.entries import Call, LeaseBatch, Leased, Status
@@ -54,8 +58,6 @@ IDLE_LOOK = 0.5  # seconds between two leases at most while the cluster has noth
 # Said in one pipelined call per round, pushes first: an acknowledgement never
 # reaches Redis before the links its page led to.
 BATCHED = ("push", "release", "ack")
-# Rarer, each its own call, said first (a host's policy before its first push).
-SINGLE = ("state", "set_policy", "unlease", "requeue", "backoff", "hold", "quarantine")
 KINDS = SINGLE + BATCHED
 
 
@@ -102,10 +104,11 @@ class ClusterLink:
             heartbeat=config.heartbeat,
             status=config.idle_check,
         )
-        self._since: float | None = None  # the oldest unsaid batched message's time
+        self._parking = Parking(frontier)
+        self._since: float | None = None  # the earliest unsaid batched message's linger start
         self._waiting = 0  # and how many wait
         self.riders = Riders()  # the other seams' exchanges (riders.py)
-        self.down_since: float | None = None
+        self.outage = Outage(clock, config.max_backoff)
         self.round_trips = 0
         self.trips: collections.Counter[str] = collections.Counter()  # rounds by part
         self._held: set[bytes] = set()  # keys leased to this node and not given up yet
@@ -122,14 +125,20 @@ class ClusterLink:
         self._thread.start()
 
     def send(self, kind: str, message: Any) -> None:
+        # When the message's linger starts: later for one that may wait (pacing.py).
+        at = self.clock() + (
+            message.hold if kind == "release" else self.pacing.heartbeat / 2 if kind == "ack" else 0
+        )
         with self._lock:
             self._outbox[kind].append(message)
-            wake = kind in SINGLE or self._since is None or self._waiting >= self.pacing.full
+            wake = kind in SINGLE or self._waiting >= self.pacing.full
             if kind not in SINGLE:
+                wake = wake or self._since is None or at < self._since
                 self._waiting += 1
-                self._since = self._since or self.clock()
+                self._since = at if self._since is None else min(self._since, at)
         if wake:  # the thread knows when the linger ends: no wake per message
             self._event.set()
+            self._parking.interrupt()
 
     def want(self, room: int) -> None:
         """The engine asks for requests and its downloader has room for *room*
@@ -139,6 +148,7 @@ class ClusterLink:
         if not self._wanted or not self.inbox:
             self._wanted = True
             self._event.set()
+            self._parking.interrupt()
 
     def took(self) -> None:
         """The engine took an entry from the inbox: lease again if it ran down."""
@@ -166,6 +176,7 @@ class ClusterLink:
             self.send("unlease", key)
         self._stopping = True
         self._event.set()
+        self._parking.interrupt()
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -189,33 +200,17 @@ class ClusterLink:
             try:
                 self._round()
             except ClusterUnavailable as error:
-                backoff = self._unavailable(error, backoff)
-                if stopping and self.clock() - (self.down_since or 0) > self.config.max_backoff:
+                backoff = self.outage.failed(error, backoff)
+                self._idle_polls.clear()
+                if stopping and self.clock() - (self.outage.since or 0) > self.config.max_backoff:
                     return  # closing while Redis is away: leases come back by timeout
                 continue
-            if self.down_since is not None:
-                logger.warning(
-                    "Cluster: Redis is back after %.1fs; nothing was lost",
-                    self.clock() - self.down_since,
-                )
-                self.down_since = None
+            self.outage.answered()
             backoff = 0.0
             if stopping:
                 if self._flush:
                     flush_if_done(self.frontier)
                 return
-
-    def _unavailable(self, error: Exception, backoff: float) -> float:
-        if self.down_since is None:
-            self.down_since = self.clock()
-            logger.error(
-                "Cluster: Redis does not answer (%s); retrying with a backoff up to %gs, "
-                "nothing is lost meanwhile",
-                error,
-                self.config.max_backoff,
-            )
-        self._idle_polls.clear()
-        return min(self.config.max_backoff, max(0.1, backoff * 2))
 
     def _pause(self) -> float:
         return self.pacing.pause(self.clock(), self._since, self._lease_size() > 0, TICK)
@@ -231,7 +226,7 @@ class ClusterLink:
         with self._lock:
             single = any(self._outbox[kind] for kind in SINGLE)
             waiting, since = self._waiting, self._since
-            releasing = bool(self._outbox["release"])
+            releasing = any(not release.hold for release in self._outbox["release"])
         leasing = self._lease_size() > 0
         return (
             single
@@ -244,27 +239,31 @@ class ClusterLink:
 
     def _plan(self, now: float, taken: dict[str, list[Any]]) -> tuple[list[str], list[Call], Any]:
         """What this round says: the messages taken, the periodic parts due or worth
-        their ride, the riders' commands (and their spans)."""
+        their ride, the riders' commands (and their spans), and a park last."""
         frontier, pacing = self.frontier, self.pacing
+        size = self._lease_size()
+        said = any(taken.values())
+        park = size > 0 and not said and self._parkable()
+        leasing = size > 0 and (park or pacing.lease_due(now, bool(taken["release"])))
         parts: list[str] = []
         calls: list[Call] = []
-        for kind, make in (
-            ("push", frontier.push_call),
-            ("release", frontier.release_call),
-            ("ack", frontier.ack_call),
-        ):
-            if taken[kind]:
+        if taken["push"]:
+            parts.append("push")
+            calls.append(frontier.push_call(taken["push"]))
+        for kind, make in (("release", frontier.release_call), ("ack", frontier.ack_call)):
+            if taken[kind]:  # alone: a host it frees wakes a parked node
                 parts.append(kind)
-                calls.append(make(taken[kind]))
+                calls.append(make(taken[kind], not leasing))
         riding = bool(calls)
         if pacing.heartbeat_due(now, riding):
             pacing.last_heartbeat = now  # tried: not again at once if refused
             parts.append("heartbeat")
             calls.append(frontier.heartbeat_call())
-        size = self._lease_size()
-        if size and pacing.lease_due(now, bool(taken["release"])):
+        if leasing:
             parts.append("lease")
-            calls.append(frontier.lease_call(size))
+            # A turn a linger away is ready by the time a round would look (and
+            # reserving it would tie a host with a tiny delay to one node).
+            calls.append(frontier.lease_call(size, reserve=pacing.linger, park=park))
         if pacing.status_due(now, riding or bool(calls)):
             pacing.last_status = now
             parts += ["status", "mine"]
@@ -274,7 +273,23 @@ class ClusterLink:
             extra, spans = self.riders.calls(now)
             parts += ["ride"] * len(extra)
             calls += extra
+        wait = pacing.park_for(now, self._parking.cap) if park else 0.0
+        if wait > 0:  # (without, the lease's token is left: the next park is short)
+            parts.append("park")
+            calls.append(self._parking.call(wait))
         return parts, calls, spans
+
+    def _parkable(self) -> bool:
+        """Nothing to do here until another node or a script frees a host: the last
+        lease was short, nothing is out or buffered, no lease is held."""
+        return (
+            not self._stopping
+            and self.pacing.retry > 0
+            and not self.inbox
+            and not self._held
+            and self.room() >= self.buffer
+            and not self.unsaid()
+        )
 
     def _round(self) -> None:
         """One look, ONE round trip for the common case (see the module docstring;
@@ -290,7 +305,8 @@ class ClusterLink:
         if taken["push"] or taken["release"] or taken["ack"]:
             self._idle_polls.clear()  # what is said may be new work: look again
         try:
-            results = self.frontier.run(calls)
+            with self._parking.parked("park" in parts):
+                results = self.frontier.run(calls)
         except ClusterUnavailable as error:
             self.riders.failed(spans, error)
             for kind in BATCHED:
@@ -302,10 +318,12 @@ class ClusterLink:
         self.round_trips += 1
         self.trips.update(set(parts))
         self.trips["rounds"] += 1
-        first = len(parts) - parts.count("ride")
-        self.riders.answered(spans, results[first:])
+        rides = [result for part, result in zip(parts, results, strict=True) if part == "ride"]
+        self.riders.answered(spans, rides)
         mine = None
-        for part, result, call in zip(parts[:first], results[:first], calls[:first], strict=True):
+        for part, result, call in zip(parts, results, calls, strict=True):
+            if part == "ride":
+                continue
             if isinstance(result, Exception):
                 logger.error("Cluster: Redis refused this node's %s: %s", part, result)
             elif part == "mine":
@@ -324,6 +342,9 @@ class ClusterLink:
             self._leased(result, call.args[0], now)
         elif part == "status":
             self._polled(result, now)
+        elif part == "park":  # woken or timed out: look again at once
+            self.pacing.lease_after = self.clock()
+            self.trips["parked"] += 1
 
     def _take(self, kind: str) -> list[Any]:
         """The messages of *kind* (call with the lock held)."""
@@ -339,29 +360,21 @@ class ClusterLink:
                     self._since = self._since or self.clock()
 
     def _say_single(self) -> None:
-        """The rarer messages, each its own call, before the batched ones (a host's
-        policy before its first push)."""
-        for kind in SINGLE:
+        def take(kind: str) -> list[Any]:
             with self._lock:
-                messages = self._take(kind)
-            if not messages:
-                continue
+                return self._take(kind)
+
+        said = say_all(self.frontier, take, self._put_back, self._held, self._put_state)
+        if said:
             self._idle_polls.clear()
-            try:
-                say(self.frontier, kind, messages, self._held, self._put_state)
-            except ClusterUnavailable:
-                self._put_back(kind, messages)
-                raise
-            except Exception:
-                logger.exception(
-                    "Cluster: dropped %d %s message(s) Redis refused", len(messages), kind
-                )
-            self.round_trips += 1
+            self.round_trips += said
 
     def _leased(self, batch: LeaseBatch, asked: int, now: float) -> None:
         busy = bool(self.inbox) or self.room() < self.buffer
         self.pacing.leased(now, asked, len(batch.entries), batch.wait, busy)
         if batch.entries:
+            received = self.clock()  # a turn's wait counts from here, never earlier
+            batch.entries[:] = [replace(e, due=received + e.wait) for e in batch.entries]
             self._held.update(entry.key for entry in batch.entries)
             hosts = {entry.host for entry in batch.entries}
             self.round_trips += self.riders.prefetch(hosts, self.frontier.run, now)
@@ -370,22 +383,8 @@ class ClusterLink:
             self._wake()
 
     def _recover(self, mine: set[bytes] | None) -> None:
-        """Give back what Redis leased to this node and the node never received (a
-        reply lost to an outage or to a retry inside the client); *mine*: the
-        node's leases as this round read them, else read now."""
-        if mine is None:
-            mine = self.frontier.my_leases()
-            self.round_trips += 1
-            self.trips["mine"] += 1
-        orphans = mine - self._held
+        self.round_trips += recover(self.frontier, mine, self._held)
         self._suspect_orphans = False
-        if orphans:
-            self.frontier.unlease(sorted(orphans))
-            self.round_trips += 1
-            logger.warning(
-                "Cluster: %d lease(s) whose reply was lost went back to the frontier",
-                len(orphans),
-            )
 
     def _polled(self, status: Status, now: float) -> None:
         self.status = status

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_focus.cluster.entries import Leased, Push
 from scrapy_focus.frontier.entries import Entry
@@ -115,9 +115,9 @@ class NodeStore:
         return None  # the order is Redis's: no local entry competes with a taken one
 
     def pop(self, host: str) -> Entry | None:
-        inbox = self.link.inbox
+        inbox, now = self.link.inbox, self.link.clock()
         for index, leased in enumerate(inbox):
-            if leased.host == host:
+            if leased.host == host and leased.due <= now:
                 del inbox[index]
                 self.last_taken = leased.key
                 self.link.took()
@@ -182,9 +182,13 @@ class NodeStore:
 class NodeHostQueues:
     """The host queues of a cluster node (see the module docstring)."""
 
-    def __init__(self, link: ClusterLink, room: Callable[[], int]) -> None:
+    def __init__(
+        self, link: ClusterLink, room: Callable[[], int], wake: Callable[[], None]
+    ) -> None:
         self.link = link
         self._room = room
+        self._wake = wake
+        self._wake_call: Any = None
         self.best: dict[str, bytes | None] = {}  # no local ranking to re-score
         self.held: dict[str, int] = {}
         self.held_total = 0
@@ -196,14 +200,30 @@ class NodeHostQueues:
         return False
 
     def pop_ready(self) -> str | None:
-        inbox = self.link.inbox
-        if inbox:
-            return inbox[0].host
-        self.link.want(self._room())
+        """The host of the first leased entry whose turn has come (a reserved turn
+        waits in the inbox until its time: politeness, as Redis decided it)."""
+        inbox, now = self.link.inbox, self.link.clock()
+        for leased in inbox:
+            if leased.due <= now:
+                return leased.host
+        if not inbox:
+            self.link.want(self._room())
         return None
 
     def schedule_wake(self) -> None:
-        return None  # the link wakes the engine when leases arrive
+        """The engine looks again when the first reserved turn comes (the link wakes
+        it when leases arrive)."""
+        if not self.link.inbox:
+            return
+        from twisted.internet import reactor
+
+        delay = max(0.0, min(leased.due for leased in self.link.inbox) - self.link.clock())
+        if self._wake_call is not None and self._wake_call.active():
+            if self._wake_call.getTime() <= reactor.seconds() + delay:
+                return
+            self._wake_call.cancel()
+        self._wake_call = reactor.callLater(delay + 0.001, self._wake)
 
     def cancel_wake(self) -> None:
-        return None
+        if self._wake_call is not None and self._wake_call.active():
+            self._wake_call.cancel()

@@ -23,6 +23,17 @@ trip, and then says everything that is waiting in it:
   frees a host without telling this one);
 * **a starving node does not linger**: a release while the node has nothing
   buffered goes at once, with a lease (on one host, the next page waits for it);
+* **unless its host's next turn is a delay away**: the release says when its request
+  ended, and the lease in its round takes that next turn ahead ("not before": the
+  node keeps the entry until then), so it may wait half the delay for the page's
+  acknowledgement and other hosts' releases: on hosts with a delay a page costs one
+  round or less.  An acknowledgement nobody waits for rides the next round, or goes
+  after half the heartbeat period;
+* **an idle node parks**: when its last lease was short, it has nothing out and
+  holds no lease, its lease round ends in a blocking wait on Redis (``park``) for
+  a token that a script leaves when it frees a host it does not take, or until
+  the next status poll is due: a node without work costs a round per poll, not
+  one per look;
 * **the periodic parts ride along**: a heartbeat or status poll joins any round
   made once half its period has passed, and makes its own round only when due.
 
@@ -47,6 +58,7 @@ class Pacing:
     status: float = 3.0
     # -- state
     lease_after: float = -float("inf")  # no lease is tried before
+    ready_at: float = float("inf")  # when the last lease said a waiting host is ready
     retry: float = 0.0  # the current empty-lease backoff (0: the last lease brought work)
     last_heartbeat: float = -float("inf")
     last_status: float = -float("inf")
@@ -74,7 +86,14 @@ class Pacing:
         else:
             self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
         ready = float("inf") if wait is None else max(wait, 0.001)
+        self.ready_at = now + ready
         self.lease_after = now + min(self.retry, ready)
+
+    def park_for(self, now: float, cap: float) -> float:
+        """How long a parked round waits on Redis: until the next status poll or the
+        host the last lease said is ready first, at most *cap* (0: do not park)."""
+        until = min(self.last_status + self.status, self.ready_at)
+        return max(0.0, min(cap, until - now))
 
     def messages_due(self, now: float, waiting: int, since: float | None) -> bool:
         return waiting >= self.full or (since is not None and now - since >= self.linger)

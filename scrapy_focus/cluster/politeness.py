@@ -28,6 +28,7 @@ Redis does not lease a host before its time.
 from __future__ import annotations
 
 import math
+import time
 from typing import TYPE_CHECKING
 
 from scrapy_focus.cluster.entries import Release
@@ -113,7 +114,11 @@ class ClusterPoliteness:
         dispatched = self._dispatched.pop(request_id, None)
         if dispatched is None:
             return False
-        self.link.send("release", Release(dispatched[0], dispatched[1], network))
+        # The release says when the request ended, so Redis times the host's next turn
+        # from then however late it hears; the round that says it leases that turn
+        # ahead (link.py), so it may wait up to half the delay for company.
+        hold = self.rules.delay(host) / 2 if network else 0.0
+        self.link.send("release", Release(*dispatched, network, time.monotonic(), hold))
         return True
 
     # -- backoff, for every node

@@ -127,6 +127,21 @@ local function ready_at(host, f)
   return math.max(num(f[3], NEVER) + num(f[1], 0), num(f[4], NEVER))
 end
 
+-- a host whose next turn (at, by ready_at) is only its delay after its last request:
+-- not a full in-flight count, not a backoff beyond that, not held
+local function reservable(host, f, at)
+  local delay = num(f[1], 0)
+  return not f[5] and at - NOW <= delay and redis.call('ZCARD', fkey(host)) < num(f[2], 1)
+end
+
+-- parked nodes (link.py) wait on the list P:wake: one token tells one of them that a
+-- host can be leased now or reserved, which this call will not take
+local LEASABLE = false  -- a host placed in this call can
+local function signal()
+  if not LEASABLE or redis.call('LLEN', P .. ':wake') > 0 then return end
+  redis.call('RPUSH', P .. ':wake', 1)
+end
+
 -- put host in ready (its best entry first) or waiting (by the time it is ready), or
 -- neither (held, or nothing queued); a host is in ready exactly when it has 'placed'
 local function place(host)
@@ -137,6 +152,7 @@ local function place(host)
   if not f[5] then best = best_of(host) end
   local at = best and ready_at(host, f)
   if at and at <= NOW then
+    LEASABLE = true
     local member = best .. host
     if placed == member then return end
     if placed then redis.call('ZREM', K_READY, placed) else redis.call('ZREM', K_WAITING, host) end
@@ -149,6 +165,7 @@ local function place(host)
     redis.call('HDEL', hk, 'placed')
   end
   if at then
+    LEASABLE = LEASABLE or reservable(host, f, at)
     redis.call('ZADD', K_WAITING, fmt(at), host)
   elseif not placed then
     redis.call('ZREM', K_WAITING, host)
@@ -206,49 +223,78 @@ for i = A + 2, #ARGV, 8 do
   end
 end
 place_all(touched)
+signal()
 return out
 """
 
-# ARGV: limit.  Returns {wait or nil, queued, {host, key, payload, ...}, members of
-# ready that no node wrote (dropped)}.
+# ARGV: limit, reserve (a host's next turn may be leased before it comes when it is
+# more than this many seconds away; '': never), park (1:
+# the round waits on P:wake:<node> after this call, which gets a token when this lease
+# brought entries; and P:wake one when ready hosts are left).  Returns
+# {wait or nil, queued, {host, key, payload, wait, ...}, members of ready that no node
+# wrote (dropped)}; an entry's wait: seconds until its host's turn (0: now).
 LEASE = r"""
-local limit = tonumber(ARGV[A + 1])
+local limit, reserve, park = tonumber(ARGV[A + 1]), tonumber(ARGV[A + 2]), ARGV[A + 3] == '1'
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
                                  'LIMIT', 0, 1000)) do
   place(host)
 end
 redis.call('ZADD', K_NODES, 'NX', fmt(NOW), NODE)
-local out, now, bad = {}, fmt(NOW), 0
-local function take(first)
+local out, bad = {}, 0
+-- host's best entry, leased to NODE for its turn at *at* (NOW or later)
+local function take(host, key, at)
+  local hk, t = hkey(host), fmt(at)
+  local f = redis.call('HMGET', hk, 'delay', 'last')
+  redis.call('HSET', K_LEASES, key, NODE .. '\n' .. host .. '\n' .. t .. '\n' .. (f[2] or ''))
+  redis.call('ZADD', K_DEADLINES, fmt(at + LEASE_DEADLINE), key)
+  redis.call('SADD', nkey(NODE), key)
+  redis.call('ZADD', fkey(host), t, key)
+  if num(f[1], 0) > 0 then redis.call('HSET', hk, 'last', t) end
+  redis.call('HINCRBY', K_COUNTS, 'queued', -1)
+  place(host)
+  for _, v in ipairs({host, key, redis.call('HGET', K_PAYLOADS, key) or '', fmt(at - NOW)}) do
+    out[#out + 1] = v
+  end
+end
+local function take_ready(first)
   local key, host = string.sub(first, 1, 16), string.sub(first, 17)
   if host == '' or redis.call('ZREM', qkey(host), key) == 0 then
     redis.call('ZREM', K_READY, first)
     if host ~= '' then unplace(host); place(host) end
     return false  -- a member no node wrote
   end
-  local hk = hkey(host)
-  local f = redis.call('HMGET', hk, 'delay', 'last')
-  redis.call('HSET', K_LEASES, key, NODE .. '\n' .. host .. '\n' .. now .. '\n' .. (f[2] or ''))
-  redis.call('ZADD', K_DEADLINES, fmt(NOW + LEASE_DEADLINE), key)
-  redis.call('SADD', nkey(NODE), key)
-  redis.call('ZADD', fkey(host), now, key)
-  if num(f[1], 0) > 0 then redis.call('HSET', hk, 'last', now) end
-  redis.call('HINCRBY', K_COUNTS, 'queued', -1)
-  place(host)
+  take(host, key, NOW)
   redis.call('ZREM', K_READY, first)  -- gone already, unless host:<host> named another
-  out[#out + 1] = host
-  out[#out + 1] = key
-  out[#out + 1] = redis.call('HGET', K_PAYLOADS, key) or ''
   return true
 end
-while #out < 3 * limit do
+while #out < 4 * limit do
   local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
   if not first then break end
-  if not take(first) then bad = bad + 1 end
+  if not take_ready(first) then bad = bad + 1 end
+end
+-- A waiting host whose next turn is its delay after its last request (not a full
+-- in-flight count, not a backoff beyond that): that turn, leased now, kept by the node.
+if reserve and #out < 4 * limit then
+  for _, host in ipairs(redis.call('ZRANGE', K_WAITING, 0, 4 * limit - 1)) do
+    if #out >= 4 * limit then break end
+    local f = redis.call('HMGET', hkey(host), 'delay', 'concurrency', 'last', 'backoff_until',
+                         'held')
+    local at = ready_at(host, f)
+    if at - NOW > reserve and reservable(host, f, at) then
+      local key = best_of(host)
+      if key then
+        redis.call('ZREM', qkey(host), key)
+        take(host, key, math.max(at, NOW))
+      end
+    end
+  end
 end
 local wait = false
+if park and #out > 0 then redis.call('RPUSH', P .. ':wake:' .. NODE, 1) end
 if redis.call('ZCARD', K_READY) > 0 then
   wait = '0'
+  LEASABLE = true
+  signal()  -- more than this node took: another one's turn
 else
   local first = redis.call('ZRANGE', K_WAITING, 0, 0, 'WITHSCORES')
   if first[2] then wait = fmt(math.max(0, tonumber(first[2]) - NOW)) end
@@ -256,10 +302,12 @@ end
 return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out, bad}
 """
 
-# ARGV: per item key, network (1/0).  Returns how many keys had no lease (reclaimed).
+# ARGV: alone (1: no lease of this node follows in its round), then per item key,
+# network (1/0), seconds since the request ended.  Returns how many keys had no lease
+# (reclaimed).
 RELEASE = r"""
 local gone, touched = 0, {}
-for i = A + 1, #ARGV, 2 do
+for i = A + 2, #ARGV, 3 do
   local key = ARGV[i]
   local node, host, at, before = split(redis.call('HGET', K_LEASES, key) or '')
   if node ~= NODE then
@@ -268,8 +316,9 @@ for i = A + 1, #ARGV, 2 do
     local hk = hkey(host)
     local was = redis.call('ZREM', fkey(host), key)
     if ARGV[i + 1] == '1' then
-      if NOW > num(redis.call('HGET', hk, 'last'), NEVER) then
-        redis.call('HSET', hk, 'last', fmt(NOW))
+      local ended = NOW - math.max(0, tonumber(ARGV[i + 2]) or 0)
+      if ended > num(redis.call('HGET', hk, 'last'), NEVER) then
+        redis.call('HSET', hk, 'last', fmt(ended))
       end
     elseif was == 1 then
       give_turn_back(hk, at, before)
@@ -278,13 +327,15 @@ for i = A + 1, #ARGV, 2 do
   end
 end
 place_all(touched)
+if ARGV[A + 1] == '1' then signal() end
 return gone
 """
 
-# ARGV: keys.  Returns how many had no lease (reclaimed or acknowledged before).
+# ARGV: alone (as RELEASE's), then keys.  Returns how many had no lease (reclaimed or
+# acknowledged before).
 ACK = r"""
 local gone, touched = 0, {}
-for i = A + 1, #ARGV do
+for i = A + 2, #ARGV do
   local key = ARGV[i]
   local node, host = split(redis.call('HGET', K_LEASES, key) or '')
   if node ~= NODE then
@@ -296,91 +347,20 @@ for i = A + 1, #ARGV do
   end
 end
 place_all(touched)
+if ARGV[A + 1] == '1' then signal() end
 return gone
-"""
-
-# ARGV: key, reason record.  Acknowledges the key and keeps the record.  Returns 1 if
-# the key was leased.
-QUARANTINE = r"""
-local key = ARGV[A + 1]
-redis.call('LPUSH', K_QUARANTINE, ARGV[A + 2])
-redis.call('LTRIM', K_QUARANTINE, 0, tonumber(ARGV[A + 3]) - 1)
-local node, host = split(redis.call('HGET', K_LEASES, key) or '')
-if node ~= NODE then return 0 end
-drop_lease(key, node)
-redis.call('HDEL', K_PAYLOADS, key)
-redis.call('ZREM', fkey(host), key)
-place(host)
-return 1
-"""
-
-# ARGV: key, new rank.  Returns the new key, or nil when the lease was gone.
-REQUEUE = r"""
-local key = ARGV[A + 1]
-local node, host, at, before = split(redis.call('HGET', K_LEASES, key) or '')
-if node ~= NODE then return false end
-drop_lease(key, node)
-local hk = hkey(host)
-if redis.call('ZREM', fkey(host), key) == 1 then give_turn_back(hk, at, before) end
-local new = new_key(ARGV[A + 2])
-redis.call('HSET', K_PAYLOADS, new, redis.call('HGET', K_PAYLOADS, key) or '')
-redis.call('HDEL', K_PAYLOADS, key)
-redis.call('ZADD', qkey(host), 0, new)
-count(host, 1)
-place(host)
-return new
-"""
-
-# ARGV: beat (1/0), bound.  Returns how many leases went back.
-RECLAIM = r"""
-if ARGV[A + 1] == '1' then redis.call('ZADD', K_NODES, fmt(NOW), NODE) end
-local bound, n, touched = tonumber(ARGV[A + 2]), 0, {}
-local dead = redis.call('ZRANGEBYSCORE', K_NODES, '-inf', '(' .. fmt(NOW - LEASE_TIMEOUT),
-                        'LIMIT', 0, 16)
-for _, node in ipairs(dead) do
-  if n >= bound then break end
-  for _, key in ipairs(redis.call('SRANDMEMBER', nkey(node), bound - n)) do
-    local host = give_back(key, node)
-    if host then touched[host] = true; n = n + 1 end
-  end
-  if redis.call('SCARD', nkey(node)) == 0 then redis.call('ZREM', K_NODES, node) end
-end
-if n < bound then
-  for _, key in ipairs(redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', fmt(NOW),
-                                  'LIMIT', 0, bound - n)) do
-    local host = give_back(key)
-    if host then touched[host] = true; n = n + 1 end
-  end
-end
-place_all(touched)
-return n
-"""
-
-# ARGV: keys.  Returns how many were this node's leases (given back).
-UNLEASE = r"""
-local n, touched = 0, {}
-for i = A + 1, #ARGV do
-  local node, host, at, before = split(redis.call('HGET', K_LEASES, ARGV[i]) or '')
-  if node == NODE then
-    if redis.call('ZSCORE', fkey(host), ARGV[i]) then give_turn_back(hkey(host), at, before) end
-    give_back(ARGV[i], NODE)
-    touched[host] = true
-    n = n + 1
-  end
-end
-place_all(touched)
-return n
 """
 
 
 def register(client: Any) -> dict[str, Any]:
     """Every script of the frontier registered on *client* (EVALSHA, reloaded after a
     NOSCRIPT), by name."""
-    from scrapy_focus.cluster import host_scripts
+    from scrapy_focus.cluster import host_scripts, lease_returns
 
-    mine = ("PUSH", "LEASE", "RELEASE", "ACK", "QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")
-    theirs = ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS", "MINE")
-    return {
-        **{name: client.register_script(LIB + globals()[name]) for name in mine},
-        **{name: client.register_script(LIB + getattr(host_scripts, name)) for name in theirs},
-    }
+    bodies = {name: globals()[name] for name in ("PUSH", "LEASE", "RELEASE", "ACK")}
+    for module, names in (
+        (lease_returns, ("QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")),
+        (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS", "MINE")),
+    ):
+        bodies.update({name: getattr(module, name) for name in names})
+    return {name: client.register_script(LIB + body) for name, body in bodies.items()}
