@@ -323,7 +323,8 @@ FOCUS_CLUSTER_NAME = ""
 #: ``:leases`` / ``:deadlines`` / ``:node:<node>`` (leases out), ``:nodes`` (heartbeats),
 #: ``:counts``, ``:counters`` (fetched, relevant, started), ``:history``
 #: (``<domain>\0<engine>`` -> JSON), ``:breaker``, ``:model`` (the link model's sums),
-#: ``:state``, ``:quarantine`` and ``:quarantine:seams`` (values that are not valid data).
+#: ``:state``, ``:quarantine`` and ``:quarantine:seams`` (values that are not valid data),
+#: ``:wake`` and ``:wake:<node>`` (tokens that end a parked node's wait).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
 #: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
 #: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease

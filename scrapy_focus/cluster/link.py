@@ -25,8 +25,7 @@ dropped, so one bad message cannot wedge the link.
 Closing: :meth:`idle` is True once the cluster had nothing queued and nothing
 leased (and this node nothing unsaid) on two status polls at least
 ``FOCUS_CLUSTER_IDLE_CHECK`` apart.  :meth:`close` gives back the leases this
-node took and did not hand out, says what is still queued, and stops the
-thread.
+node took and did not hand out, says what is still queued, and stops the thread.
 """
 
 from __future__ import annotations
@@ -243,8 +242,13 @@ class ClusterLink:
         frontier, pacing = self.frontier, self.pacing
         size = self._lease_size()
         said = any(taken.values())
+        beat = pacing.heartbeat_due(now, said)
+        poll = pacing.status_due(now, said or beat)
         park = size > 0 and not said and self._parkable()
-        leasing = size > 0 and (park or pacing.lease_due(now, bool(taken["release"])))
+        # A lease rides any round made anyway.  A turn a linger away is not reserved
+        # (ready when a round looks; a host with a tiny delay stays any node's).
+        due = pacing.lease_due(now, bool(taken["release"])) or said or beat or poll
+        leasing = size > 0 and (park or due)
         parts: list[str] = []
         calls: list[Call] = []
         if taken["push"]:
@@ -254,17 +258,14 @@ class ClusterLink:
             if taken[kind]:  # alone: a host it frees wakes a parked node
                 parts.append(kind)
                 calls.append(make(taken[kind], not leasing))
-        riding = bool(calls)
-        if pacing.heartbeat_due(now, riding):
+        if beat:
             pacing.last_heartbeat = now  # tried: not again at once if refused
             parts.append("heartbeat")
             calls.append(frontier.heartbeat_call())
         if leasing:
             parts.append("lease")
-            # A turn a linger away is ready by the time a round would look (and
-            # reserving it would tie a host with a tiny delay to one node).
             calls.append(frontier.lease_call(size, reserve=pacing.linger, park=park))
-        if pacing.status_due(now, riding or bool(calls)):
+        if poll or pacing.status_due(now, True):
             pacing.last_status = now
             parts += ["status", "mine"]
             calls += [frontier.status_call(), frontier.my_leases_call()]
@@ -280,8 +281,8 @@ class ClusterLink:
         return parts, calls, spans
 
     def _parkable(self) -> bool:
-        """Nothing to do here until another node or a script frees a host: the last
-        lease was short, nothing is out or buffered, no lease is held."""
+        """Nothing to do until a host is freed elsewhere: a short last lease, nothing
+        out, buffered or held."""
         return (
             not self._stopping
             and self.pacing.retry > 0
@@ -373,10 +374,10 @@ class ClusterLink:
         busy = bool(self.inbox) or self.room() < self.buffer
         self.pacing.leased(now, asked, len(batch.entries), batch.wait, busy)
         if batch.entries:
-            received = self.clock()  # a turn's wait counts from here, never earlier
-            batch.entries[:] = [replace(e, due=received + e.wait) for e in batch.entries]
+            got = self.clock()  # a turn's wait counts from here, never earlier
+            batch.entries[:] = [replace(e, due=got + e.wait) for e in batch.entries]
             self._held.update(entry.key for entry in batch.entries)
-            hosts = {entry.host for entry in batch.entries}
+            hosts = {entry.host for entry in batch.entries}  # their history, breakers
             self.round_trips += self.riders.prefetch(hosts, self.frontier.run, now)
             self.inbox.extend(batch.entries)
             self._idle_polls.clear()

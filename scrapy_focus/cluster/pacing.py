@@ -18,8 +18,8 @@ trip, and then says everything that is waiting in it:
 * **an empty lease backs off**: when Redis has nothing ready for this node, the
   next try is when the first host is ready by time (the lease says when), or
   with the node's next release (a round it makes anyway, and its releases free
-  hosts), or at the latest after ``retry`` seconds: ``retry_max`` while the node
-  has requests out, else doubling from ``retry_min`` (another node's release
+  hosts), or at the latest after ``retry`` seconds: the heartbeat period while the
+  node has requests out, else doubling from ``retry_min`` to ``retry_max`` (another node's release
   frees a host without telling this one);
 * **a starving node does not linger**: a release while the node has nothing
   buffered goes at once, with a lease (on one host, the next page waits for it);
@@ -79,8 +79,8 @@ class Pacing:
         if got >= asked:
             self.retry, self.lease_after = 0.0, now
             return
-        if busy:
-            self.retry = self.retry_max
+        if busy:  # its own releases lease again (their rounds): look again rarely
+            self.retry = max(self.retry_max, self.heartbeat)
         elif got:
             self.retry = self.retry_min
         else:
