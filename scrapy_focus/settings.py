@@ -345,9 +345,9 @@ FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
 #: 256 fingerprints each (so a crawl of twice that stays compact), fixed when the crawl's
 #: first node starts; a crawl far beyond it still works, at several times the memory.
 FOCUS_CLUSTER_SEEN_EXPECTED = 1_000_000
-#: Seconds a node's pushes, releases and acks wait for company before a round trip to
-#: Redis (a release waiting holds its host's turn that much longer; 0: no wait); and the
-#: leased requests a node keeps ready beyond its downloader's room (cluster/pacing.py).
+#: Seconds a node's pushes and releases wait for company before a round trip to Redis
+#: (a release to a host with a delay up to half of it, an ack until the next round; 0: no
+#: wait); leased requests a node keeps beyond its downloader's room (cluster/pacing.py).
 FOCUS_CLUSTER_LINGER = 0.03
 FOCUS_CLUSTER_LEASE_AHEAD = 4
 
