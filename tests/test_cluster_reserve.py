@@ -29,16 +29,18 @@ def test_the_release_round_leases_the_hosts_next_turn_a_delay_after_the_request_
     first = a.lease(4, reserve=0.0)
     assert urls(first.entries) == ["u1"] and first.entries[0].wait == 0.0
     assert b.lease(4, reserve=0.0).entries == []  # u1 in flight: no turn to reserve
-    a.release([Release("h", b"x" * 16, True)])  # RELEASE loaded: a NOSCRIPT would reorder
+    a.release([Release("h", b"x" * 16, True)])  # RELEASE and ACK loaded: a NOSCRIPT
+    a.ack([b"x" * 16])  # in a round runs its script again after the round
     time.sleep(0.6)
     ended = time.monotonic() - 0.5  # the request ended half a second ago
-    release, lease = a.run(
+    release, ack, lease = a.run(  # as a node's round says them: the page is done too
         [
             a.release_call([Release("h", first.entries[0].key, True, ended)], alone=False),
+            a.ack_call([first.entries[0].key], alone=False),
             a.lease_call(4, reserve=0.0),
         ]
     )
-    assert release == 0
+    assert release == 0 and ack == 0
     (reserved,) = lease.entries
     assert reserved.payload == b"u2"
     assert 1.3 < reserved.wait <= 1.55  # its turn: 2 s after the end, not after the release
@@ -55,8 +57,32 @@ def test_a_turn_closer_than_the_minimum_is_not_reserved(redis_server: RedisServe
     a.push([item("u1"), item("u2")])
     (first,) = a.lease(4).entries
     a.release([Release("h", first.key, True, time.monotonic())])
+    a.ack([first.key])
     assert a.lease(4, reserve=1.0).entries == []  # its turn is ready within a second
     assert urls(a.lease(4, reserve=0.0).entries) == ["u2"]
+
+
+def test_a_node_holding_its_share_of_the_hosts_leaves_the_next_turn_to_another(
+    redis_server: RedisServer,
+) -> None:
+    a, b = make(redis_server, "a", DOWNLOAD_DELAY=1.0), make(redis_server, "b", DOWNLOAD_DELAY=1.0)
+    for host in ("h", "g"):
+        a.set_policy(host, 1.0, 1)
+    a.push([item("u1"), item("u2"), item("v1", "g"), item("v2", "g")])
+    b.heartbeat()  # two live nodes, two hosts with work: one host each
+    taken = a.lease(4).entries
+    assert sorted(e.host for e in taken) == ["g", "h"]
+    a.client.delete(a.keys.key("wake"))
+    done = taken[0]
+    a.run(
+        [
+            a.release_call([Release(done.host, done.key, True, time.monotonic())], False),
+            a.ack_call([done.key], alone=False),
+        ]
+    )
+    assert a.lease(4, reserve=0.0).entries == []  # a still holds the other host: its share
+    assert a.client.llen(a.keys.key("wake")) == 1  # so a parked node hears of the turn
+    assert [e.host for e in b.lease(4, reserve=0.0).entries] == [done.host]
 
 
 def test_a_turn_behind_a_backoff_or_a_hold_is_not_reserved(redis_server: RedisServer) -> None:

@@ -274,6 +274,12 @@ while #out < 4 * limit do
 end
 -- A waiting host whose next turn is its delay after its last request (not a full
 -- in-flight count, not a backoff beyond that): that turn, leased now, kept by the node.
+-- Only up to a fair share of the hosts with work per live node, counting what the node
+-- holds: the rest wake a parked node, so a node that started first, or is slow to
+-- finish its pages, does not keep every host's turns.
+local nodes = redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf')
+local share = math.ceil((redis.call('ZCARD', K_WAITING) + redis.call('ZCARD', K_READY))
+                        / math.max(1, nodes))
 if reserve and #out < 4 * limit then
   for _, host in ipairs(redis.call('ZRANGE', K_WAITING, 0, 4 * limit - 1)) do
     if #out >= 4 * limit then break end
@@ -282,6 +288,11 @@ if reserve and #out < 4 * limit then
     local at = ready_at(host, f)
     if at - NOW > reserve and reservable(host, f, at) then
       local key = best_of(host)
+      if key and redis.call('SCARD', nkey(NODE)) >= share then
+        LEASABLE = true
+        signal()
+        break
+      end
       if key then
         redis.call('ZREM', qkey(host), key)
         take(host, key, math.max(at, NOW))
