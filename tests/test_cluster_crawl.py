@@ -218,7 +218,7 @@ def test_the_delay_holds_across_nodes(farm, redis_server, tmp_path):
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= delay * 0.95, sorted(gaps)[:5]  # the server's clock, all nodes
     # (Which nodes fetch is not the point: a host's next turn is leased in the round
-    # that releases the one before, so the node that keeps asking may keep them all.)
+    # that releases the one before, so on one host one node may keep every turn.)
 
 
 def test_one_nodes_429_holds_the_host_for_every_node(farm, redis_server, tmp_path):
