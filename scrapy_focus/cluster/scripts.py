@@ -286,7 +286,10 @@ if reserve and #out < 4 * limit then
     local f = redis.call('HMGET', hkey(host), 'delay', 'concurrency', 'last', 'backoff_until',
                          'held')
     local at = ready_at(host, f)
-    if at - NOW > reserve and reservable(host, f, at) then
+    if at - NOW <= reserve and reservable(host, f, at) then
+      LEASABLE = true  -- ready within a linger: a parked node may take it then
+      signal()
+    elseif reservable(host, f, at) then
       local key = best_of(host)
       if key and redis.call('SCARD', nkey(NODE)) >= share then
         LEASABLE = true
