@@ -265,7 +265,7 @@ class ClusterLink:
         if leasing:
             parts.append("lease")
             calls.append(frontier.lease_call(size, reserve=pacing.linger, park=park))
-        if poll or pacing.status_due(now, True):
+        if poll or pacing.status_due(now, bool(calls)):
             pacing.last_status = now
             parts += ["status", "mine"]
             calls += [frontier.status_call(), frontier.my_leases_call()]

@@ -277,31 +277,27 @@ end
 -- Only up to a fair share of the hosts with work per live node, counting what the node
 -- holds: the rest wake a parked node, so a node that started first, or is slow to
 -- finish its pages, does not keep every host's turns.
-local nodes = redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf')
-local share = math.ceil((redis.call('ZCARD', K_WAITING) + redis.call('ZCARD', K_READY))
-                        / math.max(1, nodes))
 if reserve and #out < 4 * limit then
+  local nodes = redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf')
+  local share = math.ceil((redis.call('ZCARD', K_WAITING) + redis.call('ZCARD', K_READY))
+                          / math.max(1, nodes))
   for _, host in ipairs(redis.call('ZRANGE', K_WAITING, 0, 4 * limit - 1)) do
     if #out >= 4 * limit then break end
     local f = redis.call('HMGET', hkey(host), 'delay', 'concurrency', 'last', 'backoff_until',
                          'held')
     local at = ready_at(host, f)
-    if at - NOW <= reserve and reservable(host, f, at) then
+    local key = reservable(host, f, at) and best_of(host)
+    if key and at - NOW <= reserve then
       LEASABLE = true  -- ready within a linger: a parked node may take it then
-      signal()
-    elseif reservable(host, f, at) then
-      local key = best_of(host)
-      if key and redis.call('SCARD', nkey(NODE)) >= share then
-        LEASABLE = true
-        signal()
-        break
-      end
-      if key then
-        redis.call('ZREM', qkey(host), key)
-        take(host, key, math.max(at, NOW))
-      end
+    elseif key and redis.call('SCARD', nkey(NODE)) >= share then
+      LEASABLE = true  -- past this node's share: another node's
+      break
+    elseif key then
+      redis.call('ZREM', qkey(host), key)
+      take(host, key, math.max(at, NOW))
     end
   end
+  signal()
 end
 local wait = false
 if park and #out > 0 then redis.call('RPUSH', P .. ':wake:' .. NODE, 1) end
