@@ -24,16 +24,20 @@ def test_empty_leases_of_an_idle_node_back_off_doubling_and_work_resets_it() -> 
     assert waits == [0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5]
     pacing.leased(now=1.0, asked=4, got=4, wait=0.0, busy=False)
     assert pacing.lease_after == 1.0 and pacing.retry == 0.0
-    pacing.leased(now=2.0, asked=4, got=1, wait=None, busy=False)  # hosts busy
-    assert pacing.lease_after == pytest.approx(2.02)
+    # What a lease brought, the node holds: it leases again with its releases.
+    pacing.leased(now=2.0, asked=4, got=1, wait=None, busy=True)
+    assert pacing.lease_after == float("inf")
 
 
 def test_a_node_with_requests_out_leases_again_with_its_releases_not_by_polling() -> None:
     pacing = Pacing(retry_min=0.02, retry_max=0.5)
     pacing.leased(now=0.0, asked=4, got=1, wait=None, busy=True)
-    assert pacing.lease_after == pacing.heartbeat  # looks again with a heartbeat's round
-    assert not pacing.lease_due(now=0.1, releasing=False)
+    # No lease round of its own: the lease rides its rounds (releases, heartbeats).
+    assert pacing.lease_after == float("inf") and pacing.retry == pacing.heartbeat
+    assert not pacing.lease_due(now=100.0, releasing=False)
     assert pacing.lease_due(now=0.1, releasing=True)  # its own releases free hosts
+    pacing.leased(now=0.0, asked=4, got=1, wait=0.7, busy=True)
+    assert pacing.lease_after == pytest.approx(0.7)  # unless a host is ready by time
 
 
 def test_an_empty_lease_comes_back_when_the_first_host_is_ready_if_sooner() -> None:

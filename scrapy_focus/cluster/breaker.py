@@ -23,7 +23,8 @@ The contract (the protocol's, shared by the nodes):
   once a second, until Redis takes them;
 * on a cluster node (:meth:`RedisBreakerStates.ride`) the writes and reads ride
   the node's link rounds (:mod:`~.riders`), off the reactor: ``put``/``drop``
-  change the cache at once and go out with the next round, ``get`` answers from
+  change the cache at once and go out with the next round (a failure makes one
+  at once, a success's drop waits for one), ``get`` answers from
   the cache (a stale entry is read again in the next round), and the link reads
   the domains of the requests it leases before it hands them out.
 """
@@ -40,7 +41,7 @@ from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
-from scrapy_focus.cluster.riders import reply_error
+from scrapy_focus.cluster.riders import preload, reply_error
 from scrapy_focus.cluster.values import (
     REDIS_DOWN,
     Outage,
@@ -100,12 +101,14 @@ class RedisBreakerStates:
         self.riding = False
         self._lock = threading.RLock()  # the cache and writes, shared with the link's thread
         self._to_read: set[str] = set()
+        self._to_refresh: set[str] = set()  # stale entries: read when a round goes anyway
         self._round: tuple[dict[str, bytes | None], list[str]] = ({}, [])
 
     def ride(self, link: Any) -> None:
         """Write and read with *link*'s rounds, on its thread, from now on."""
         self.riding = True
         link.riders.add(self)
+        preload(self.client, _MERGE)
 
     def get(self, domain: str) -> BreakerState | None:
         if self.riding:
@@ -113,7 +116,7 @@ class RedisBreakerStates:
                 cached = self._cache.get(domain)
                 if cached is None or self.local_clock() - cached[0] >= self.ttl:
                     if len(domain) <= MAX_DOMAIN:
-                        self._to_read.add(domain)
+                        (self._to_read if cached is None else self._to_refresh).add(domain)
                     if cached is None:
                         return None
                 state = cached[1]
@@ -168,13 +171,17 @@ class RedisBreakerStates:
         return bool(new)
 
     def due(self, now: float) -> bool:
-        return bool(self._to_read or self._unsent)
+        """A round now: a domain never read, or a failure other nodes are to count
+        (a success's drop and a stale entry's read ride the next round)."""
+        with self._lock:
+            return bool(self._to_read) or any(v is not None for v in self._unsent.values())
 
     def calls(self, now: float) -> list[tuple[Any, ...]]:
         key = self.keys.key("breaker")
         with self._lock:
             writes, self._unsent = self._unsent, {}
-            reads, self._to_read = sorted(self._to_read - set(writes)), set()
+            reads = sorted((self._to_read | self._to_refresh) - set(writes))
+            self._to_read, self._to_refresh = set(), set()
             self._round = (writes, reads)
             commands: list[tuple[Any, ...]] = []
             for domain, value in writes.items():

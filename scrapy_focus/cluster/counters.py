@@ -26,8 +26,11 @@ The contract (the protocol's, for the whole cluster):
   again; the totals read are then this node's last view plus its own counts;
 * on a cluster node (:meth:`ride`) the exchanges ride the node's link rounds
   (:mod:`~.riders`) instead: the reactor only counts in memory, the counts go
-  and the totals come back within ``ttl`` seconds, with the node's other
-  messages, and a Redis that hangs never blocks the reactor.
+  and the totals come back with the node's next round once ``ttl / 2``
+  seconds passed, and a Redis that hangs never blocks the reactor.  They make
+  no round of their own: each page the node fetches makes one (its release),
+  its heartbeat one at least every heartbeat period, so a budget is passed by
+  at most what each node had in flight or buffered.
 """
 
 from __future__ import annotations
@@ -96,9 +99,9 @@ class RedisCounters:
     # -- riding the link's rounds (its thread)
 
     def due(self, now: float) -> bool:
-        return now - self._tried_at >= self.ttl and (
-            any(self._unsent) or now - self._read_at >= self.ttl
-        )
+        # Counts ride the rounds the node makes anyway: each page it fetches makes
+        # one (its release), and its heartbeat one at least every heartbeat period.
+        return False
 
     def calls(self, now: float) -> list[tuple[Any, ...]]:
         if not any(self._unsent) and now - self._read_at < self.ttl / 2:

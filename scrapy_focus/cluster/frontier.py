@@ -154,8 +154,11 @@ class RedisFrontier(Quarantine):
         its fingerprint marked seen."""
         return self._one(self.push_call(items)) if items else []
 
-    def push_call(self, items: Sequence[Push]) -> Call:
-        args: list[Any] = [seen.bucket_count(self.config.seen_expected)]
+    def push_call(self, items: Sequence[Push], alone: bool = True) -> Call:
+        """*alone*: as :meth:`release_call`'s (a host made ready wakes a parked node
+        only when no lease of this node follows in the round: that lease does it
+        if it leaves ready hosts)."""
+        args: list[Any] = [seen.bucket_count(self.config.seen_expected), int(alone)]
         for item in items:
             if len(item.payload) > MAX_PAYLOAD:
                 raise ValueError(

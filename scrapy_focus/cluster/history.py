@@ -44,7 +44,7 @@ from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
-from scrapy_focus.cluster.riders import reply_error
+from scrapy_focus.cluster.riders import preload, reply_error
 from scrapy_focus.cluster.values import (
     REDIS_DOWN,
     Outage,
@@ -105,12 +105,14 @@ class RedisHistoryStore:
         self.riding = False
         self._lock = threading.RLock()  # the cache and pending, shared with the link's thread
         self._to_read: set[str] = set()  # domains to read in the next round (riding)
+        self._to_refresh: set[str] = set()  # stale ones: read when a round goes anyway
         self._round: tuple[dict[bytes, tuple[bytes, bytes]], list[str]] = ({}, [])
 
     def ride(self, link: Any) -> None:
         """Flush and read with *link*'s rounds, on its thread, from now on."""
         self.riding = True
         link.riders.add(self)
+        preload(self.client, _MERGE)
 
     @staticmethod
     def field(domain: str, engine: str) -> bytes:
@@ -135,7 +137,7 @@ class RedisHistoryStore:
         cached = self._cache.get(domain)
         if cached is None or self.clock() - cached[0] >= self.ttl:
             if len(domain) <= MAX_DOMAIN:
-                self._to_read.add(domain)
+                (self._to_read if cached is None else self._to_refresh).add(domain)
             if cached is None:
                 return self._remember(domain, -float("inf"), self._own(domain))[1]
         self._cache.move_to_end(domain)
@@ -167,9 +169,8 @@ class RedisHistoryStore:
         return bool(new)
 
     def due(self, now: float) -> bool:
-        return bool(self._to_read) or bool(
-            self._pending and now - self._flushed_at >= self.flush_seconds
-        )
+        # A read the link waits for (prefetch); records written ride the node's rounds.
+        return bool(self._to_read)
 
     def calls(self, now: float) -> list[tuple[Any, ...]]:
         key = self.keys.key("history")
@@ -177,7 +178,8 @@ class RedisHistoryStore:
             flushing = self._pending if self._flush_due(now) else {}
             if flushing:
                 self._pending, self._flushed_at = {}, now
-            reading, self._to_read = sorted(self._to_read), set()
+            reading = sorted(self._to_read | self._to_refresh)
+            self._to_read, self._to_refresh = set(), set()
         self._round = (flushing, reading)
         commands: list[tuple[Any, ...]] = []
         if flushing:

@@ -253,7 +253,7 @@ class ClusterLink:
         calls: list[Call] = []
         if taken["push"]:
             parts.append("push")
-            calls.append(frontier.push_call(taken["push"]))
+            calls.append(frontier.push_call(taken["push"], not leasing))
         for kind, make in (("release", frontier.release_call), ("ack", frontier.ack_call)):
             if taken[kind]:  # alone: a host it frees wakes a parked node
                 parts.append(kind)
@@ -371,7 +371,7 @@ class ClusterLink:
             self.round_trips += said
 
     def _leased(self, batch: LeaseBatch, asked: int, now: float) -> None:
-        busy = bool(self.inbox) or self.room() < self.buffer
+        busy = bool(self.inbox or batch.entries) or self.room() < self.buffer
         self.pacing.leased(now, asked, len(batch.entries), batch.wait, busy)
         if batch.entries:
             got = self.clock()  # a turn's wait counts from here, never earlier

@@ -37,6 +37,7 @@ from functools import cached_property
 from typing import Any
 
 from scrapy_focus.cluster.counters import KeySource
+from scrapy_focus.cluster.riders import is_noscript, preload
 from scrapy_focus.cluster.values import REDIS_DOWN, Outage, bounded, malformed
 from scrapy_focus.frontier.link_model import LinkModel
 
@@ -85,6 +86,7 @@ class RedisLinkModel:
         """Flush with *link*'s rounds, on its thread, from now on."""
         self.riding = True
         link.riders.add(self)
+        preload(self.client, _FLUSH)
 
     # -- LinkModelState
 
@@ -151,7 +153,7 @@ class RedisLinkModel:
     # -- riding the link's rounds (its thread)
 
     def due(self, now: float) -> bool:
-        return bool(self._buffered_updates) and now - self._flushed_at >= self.flush_seconds
+        return False  # updates ride the node's rounds (riders.py): none of their own
 
     def calls(self, now: float) -> list[tuple[Any, ...]]:
         if not self._flush_due(now):
@@ -163,7 +165,7 @@ class RedisLinkModel:
     def answered(self, replies: list[Any]) -> None:
         reply = replies[0]
         if isinstance(reply, Exception):
-            if "NOSCRIPT" in str(reply):  # a restarted Redis: loaded for the next round
+            if is_noscript(reply):  # a restarted Redis: loaded for the next round
                 self.client.script_load(_FLUSH)
             self.failed(reply)
             return

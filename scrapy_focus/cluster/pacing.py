@@ -18,9 +18,11 @@ trip, and then says everything that is waiting in it:
 * **an empty lease backs off**: when Redis has nothing ready for this node, the
   next try is when the first host is ready by time (the lease says when), or
   with the node's next release (a round it makes anyway, and its releases free
-  hosts), or at the latest after ``retry`` seconds: the heartbeat period while the
-  node has requests out, else doubling from ``retry_min`` to ``retry_max`` (another node's release
-  frees a host without telling this one);
+  hosts), or at the latest after ``retry`` seconds, doubling from ``retry_min``
+  to ``retry_max`` (another node's release frees a host without telling this
+  one); a node with requests out makes no lease round of its own before a host
+  is ready by time: its lease rides the rounds it makes anyway (each release's,
+  a heartbeat's at least every heartbeat period);
 * **a starving node does not linger**: a release while the node has nothing
   buffered goes at once, with a lease (on one host, the next page waits for it);
 * **unless its host's next turn is a delay away**: the release says when its request
@@ -75,18 +77,20 @@ class Pacing:
 
     def leased(self, now: float, asked: int, got: int, wait: float | None, busy: bool) -> None:
         """A lease's outcome: a full one lets the next go at once; a short or empty
-        one waits (see the module docstring); *busy*: the node has requests out."""
+        one waits (see the module docstring); *busy*: the node holds requests (out,
+        buffered, or brought by this lease)."""
         if got >= asked:
             self.retry, self.lease_after = 0.0, now
             return
-        if busy:  # its own releases lease again (their rounds): look again rarely
-            self.retry = max(self.retry_max, self.heartbeat)
-        elif got:
-            self.retry = self.retry_min
-        else:
-            self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
         ready = float("inf") if wait is None else max(wait, 0.001)
         self.ready_at = now + ready
+        if busy:
+            # Its own releases lease again in their rounds, and a lease rides every
+            # round, a heartbeat's at least: no round of its own before a host is ready.
+            self.retry = self.heartbeat
+            self.lease_after = now + ready
+            return
+        self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
         self.lease_after = now + min(self.retry, ready)
 
     def park_for(self, now: float, cap: float) -> float:

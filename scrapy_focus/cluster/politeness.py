@@ -3,13 +3,14 @@
 The :class:`~scrapy_focus.frontier.seams.PolitenessState` of a cluster node.
 The rules are those of :mod:`scrapy_focus.frontier.politeness` (the delay from
 ``DOWNLOAD_SLOTS``, ``DOWNLOAD_DELAY`` and robots.txt's ``Crawl-delay``; the
-per-host concurrency, capped by the limits other components add; the backoff
+per-host concurrency, not capped by the limits other components add, which are
+one process's state (:meth:`ClusterPoliteness.add_limit`); the backoff
 after a 429/503); what differs is where they are enforced: in Redis, by the
 script that leases a host's next request to whichever node asks
 (:mod:`scrapy_focus.cluster.frontier`).  So this object
 
 * tells Redis a host's delay and concurrency when the node first pushes to it,
-  and again whenever they change (a robots.txt parsed since, a limit lifted).
+  and again whenever they change (a robots.txt parsed since).
   A host with a delay gets one request at a time, the next one a delay after the
   previous one *ended*: a lease and its request on the wire are some
   milliseconds apart, more on a loaded node, and only this rule keeps two
@@ -27,6 +28,7 @@ Redis does not lease a host before its time.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import TYPE_CHECKING
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 
     from scrapy_focus.cluster.link import ClusterLink
     from scrapy_focus.config import PolitenessConfig
+
+logger = logging.getLogger(__name__)
 
 
 class ClusterPoliteness:
@@ -62,7 +66,15 @@ class ClusterPoliteness:
         self._levels: dict[str, int] = {}
 
     def add_limit(self, limit: Callable[[str], int | None]) -> None:
-        self.rules.add_limit(limit)
+        """Not applied: the limits components add are this process's state (the
+        engine ladder's slow start, ``FOCUS_HISTORY_LEARNING_CONCURRENCY``), and a
+        host's concurrency in Redis is every node's: a node that joins with a fresh
+        slow start would set a host the others crawl back to one request at a time."""
+        logger.info(
+            "Cluster mode: %s does not cap hosts' concurrency (a per-node slow start; "
+            "the cluster keeps CONCURRENT_REQUESTS_PER_DOMAIN and DOWNLOAD_SLOTS)",
+            getattr(limit, "__qualname__", limit),
+        )
 
     def new_host(self, host: str) -> None:
         """The node is about to push *host*'s first entry: its policy goes first."""

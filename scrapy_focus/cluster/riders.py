@@ -17,8 +17,10 @@ rider locks what it shares with the reactor):
 * then exactly one of ``answered(replies)`` (a reply, or the exception Redis
   raised, per command, in order) or ``failed(error)`` (Redis did not answer:
   the rider keeps what it sent, to send again);
-* ``due(now)`` is True when the rider needs a round by itself (its data has
-  waited its longest; rarely, since rounds happen anyway while a node crawls);
+* ``due(now)`` is True when the rider needs a round by itself: a read the
+  link waits for, or a change other nodes must see before the next round.
+  Data that can wait rides: a node makes a round for each page it fetches (its
+  release) and one at least every heartbeat period (its heartbeat);
 * a rider may have ``prefetch(hosts) -> bool``: the link leased requests to
   these hosts; True when the rider wants to read about some of them before the
   requests reach the engine (the link then makes a round for the riders first).
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import logging
 from typing import Any, Protocol
+
+from redis.exceptions import NoScriptError
 
 from scrapy_focus.cluster.entries import Call, ClusterUnavailable
 
@@ -44,12 +48,29 @@ class Rider(Protocol):
     def due(self, now: float) -> bool: ...
 
 
+def preload(client: Any, script: str) -> None:
+    """Load a rider's *script* before its first round sends it by hash (else that
+    round's NOSCRIPT reads as Redis not answering); Redis away: loaded on NOSCRIPT."""
+    try:
+        client.script_load(script)
+    except Exception as error:  # the round that needs it loads it then
+        logger.debug("Cluster: could not load a rider's script yet: %s", error)
+
+
+def is_noscript(reply: Any) -> bool:
+    """Redis did not know the script (redis-py maps NOSCRIPT to its own class, whose
+    message does not say NOSCRIPT)."""
+    return isinstance(reply, NoScriptError) or (
+        isinstance(reply, Exception) and "NOSCRIPT" in str(reply)
+    )
+
+
 def reply_error(replies: list[Any], client: Any, script: str) -> Exception | None:
     """The first error among a rider's *replies*, or None; when Redis had lost the
     rider's *script* (a restarted server: NOSCRIPT), it is loaded again for the next
     round."""
     error = next((r for r in replies if isinstance(r, Exception)), None)
-    if error is not None and "NOSCRIPT" in str(error):
+    if is_noscript(error):
         client.script_load(script)
     return error
 

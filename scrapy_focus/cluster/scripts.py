@@ -197,8 +197,9 @@ end
 local function place_all(hosts) for host in pairs(hosts) do place(host) end end
 """
 
-# ARGV after the common ones: per item member, bucket source, host, rank, payload,
-# delay, concurrency, force (1: queued even if seen).  Returns 1 (queued) or 0 (seen
+# ARGV after the common ones: the seen set's bucket count, alone (as RELEASE's), then
+# per item member, bucket source, host, rank, payload, delay, concurrency, force (1:
+# queued even if seen).  Returns 1 (queued) or 0 (seen
 # before) per item.
 PUSH = r"""
 local buckets = tonumber(redis.call('GET', K_BUCKETS) or '')
@@ -207,7 +208,7 @@ if not buckets or buckets < 1 then
   buckets = tonumber(ARGV[A + 1])
 end
 local out, touched = {}, {}
-for i = A + 2, #ARGV, 8 do
+for i = A + 3, #ARGV, 8 do
   local host = ARGV[i + 2]
   local bucket = P .. ':seen:' .. (tonumber(ARGV[i + 1]) % buckets)
   if redis.call('SADD', bucket, ARGV[i]) == 1 or ARGV[i + 7] == '1' then
@@ -223,7 +224,7 @@ for i = A + 2, #ARGV, 8 do
   end
 end
 place_all(touched)
-signal()
+if ARGV[A + 2] == '1' then signal() end
 return out
 """
 
