@@ -231,6 +231,29 @@ def test_reclaim_returns_a_dead_nodes_unacknowledged_leases_to_their_place(
     assert (status.queued, status.leased, status.nodes_alive) == (0, 4, 1)
 
 
+def test_a_reclaimed_request_in_flight_counts_its_hosts_delay_from_the_reclaim(
+    redis_server: RedisServer,
+) -> None:
+    # The dead node's request may have reached the host just before it died, and no
+    # release will say when it ended: the next one waits a delay after the reclaim.
+    settings = {"FOCUS_CLUSTER_HEARTBEAT": 0.1, "FOCUS_CLUSTER_LEASE_TIMEOUT": 0.5}
+    dead, alive = make(redis_server, "dead", **settings), make(redis_server, "alive", **settings)
+    dead.set_policy("h", 1.0, 1)
+    dead.push([item("u1"), item("u2")])
+    dead.heartbeat()
+    (taken,) = dead.lease(1).entries
+    time.sleep(0.6)
+    assert alive.heartbeat() == 1  # reclaimed
+    reclaimed_at = float(b"%d.%06d" % tuple(alive.client.time()))
+    waiting = alive.lease(2)
+    assert waiting.entries == [] and 0.9 < waiting.wait <= 1.0  # not 0.4 after its lease
+    time.sleep(waiting.wait + 0.05)
+    leased = alive.lease(2).entries
+    assert urls(leased) == ["u1"]  # its place, a delay after the reclaim
+    assert dispatch_time(alive, leased[0].key) >= reclaimed_at + 1.0
+    assert taken.key == leased[0].key
+
+
 def test_a_lease_past_its_hard_deadline_returns_whatever_the_heartbeats(
     redis_server: RedisServer,
 ) -> None:

@@ -43,16 +43,27 @@ signal()
 return new
 """
 
-# ARGV: beat (1/0), bound.  Returns how many leases went back.
+# ARGV: beat (1/0), bound.  Returns how many leases went back.  A lease in flight
+# may have reached the host and nobody will say when it ended: its host's delay counts
+# from now (its request began before its node fell silent, so never from earlier).
 RECLAIM = r"""
 if ARGV[A + 1] == '1' then redis.call('ZADD', K_NODES, fmt(NOW), NODE) end
 local bound, n, touched = tonumber(ARGV[A + 2]), 0, {}
+local function reclaim(key, owner)
+  local _, host = split(redis.call('HGET', K_LEASES, key) or '')
+  if host and host ~= '' and redis.call('ZSCORE', fkey(host), key) then
+    local hk = hkey(host)
+    local f = redis.call('HMGET', hk, 'delay', 'last')
+    if num(f[1], 0) > 0 and NOW > num(f[2], NEVER) then redis.call('HSET', hk, 'last', fmt(NOW)) end
+  end
+  return give_back(key, owner)
+end
 local dead = redis.call('ZRANGEBYSCORE', K_NODES, '-inf', '(' .. fmt(NOW - LEASE_TIMEOUT),
                         'LIMIT', 0, 16)
 for _, node in ipairs(dead) do
   if n >= bound then break end
   for _, key in ipairs(redis.call('SRANDMEMBER', nkey(node), bound - n)) do
-    local host = give_back(key, node)
+    local host = reclaim(key, node)
     if host then touched[host] = true; n = n + 1 end
   end
   if redis.call('SCARD', nkey(node)) == 0 then redis.call('ZREM', K_NODES, node) end
@@ -60,7 +71,7 @@ end
 if n < bound then
   for _, key in ipairs(redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', fmt(NOW),
                                   'LIMIT', 0, bound - n)) do
-    local host = give_back(key)
+    local host = reclaim(key)
     if host then touched[host] = true; n = n + 1 end
   end
 end
