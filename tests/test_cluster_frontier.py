@@ -165,7 +165,8 @@ def test_a_turn_is_given_back_when_the_corpus_answered(redis_server: RedisServer
     frontier = make(redis_server, "a", DOWNLOAD_DELAY=5.0)
     frontier.push([item("u1"), item("u2")])
     first = frontier.lease(2)
-    assert len(first.entries) == 1 and 4 < first.wait <= 5.0
+    # One at a time with a delay: the host waits for its request to end, then the delay.
+    assert len(first.entries) == 1 and first.wait > 5.0
     frontier.release([Release("h", first.entries[0].key, network=False)])
     assert urls(frontier.lease(2).entries) == ["u2"]  # the host's turn was not used
     assert frontier.release([Release("h", b"not leased here", network=True)]) == 1
@@ -229,6 +230,21 @@ def test_reclaim_returns_a_dead_nodes_unacknowledged_leases_to_their_place(
     assert dead.release([Release("h", taken[2].key, network=True)]) == 1
     status = alive.status()
     assert (status.queued, status.leased, status.nodes_alive) == (0, 4, 1)
+
+
+def test_a_host_with_a_delay_gets_one_request_at_a_time_before_any_policy_is_said(
+    redis_server: RedisServer,
+) -> None:
+    # A push can reach Redis before its node's set_policy: the record it makes keeps
+    # the same rule, so the first turns also count from the end of the request before.
+    a = make(redis_server, "a", DOWNLOAD_DELAY=0.3, CONCURRENT_REQUESTS_PER_DOMAIN=8)
+    a.push([item("u1"), item("u2")])
+    assert a.client.hget(a.keys.key("host", "h"), "concurrency") == b"1"
+    (first,) = a.lease(4).entries
+    time.sleep(0.35)  # the delay after its dispatch: still in flight, no second turn
+    assert a.lease(4).entries == []
+    a.release([Release("h", first.key, True)])
+    assert a.lease(4).entries == []  # a delay after it ended
 
 
 def test_a_reclaimed_request_in_flight_counts_its_hosts_delay_from_the_reclaim(

@@ -139,10 +139,11 @@ class RedisFrontier(Quarantine):
     def host_policy(self, host: str) -> tuple[float, int]:
         """This node's delay and concurrency for *host*: its ``DOWNLOAD_SLOTS`` entry,
         else ``DOWNLOAD_DELAY`` and the per-host concurrency.  A host's record in Redis
-        is made from the first node's policy; :meth:`set_policy` changes it."""
+        is made from the first node's policy (one request at a time with a delay, as
+        ``ClusterPoliteness`` says it); :meth:`set_policy` changes it."""
         slot = self.politeness.slots.get(host) or {}
         delay = float(slot.get("delay", self.politeness.delay))
-        return delay, int(slot.get("concurrency", self.politeness.concurrency))
+        return delay, 1 if delay > 0 else int(slot.get("concurrency", self.politeness.concurrency))
 
     # -- the queue
 
