@@ -80,7 +80,6 @@ class RedisCounters:
         self.riding = False  # exchanges made by the link's thread (ride)
         self._lock = threading.Lock()
         self._sending = [0, 0]  # counts in the round under way
-        self._tried_at = -float("inf")
 
     def ride(self, link: Any) -> None:
         """Make the exchanges on *link*'s thread, with its rounds, from now on."""
@@ -106,7 +105,6 @@ class RedisCounters:
     def calls(self, now: float) -> list[tuple[Any, ...]]:
         if not any(self._unsent) and now - self._read_at < self.ttl / 2:
             return []
-        self._tried_at = now
         with self._lock:
             self._sending, self._unsent = self._unsent, [0, 0]
         commands: list[tuple[Any, ...]] = [

@@ -56,6 +56,7 @@ from scrapy_focus.cluster.entries import (
     valid_host,
 )
 from scrapy_focus.cluster.errors import unavailable
+from scrapy_focus.cluster.politeness import concurrency_with
 from scrapy_focus.cluster.quarantine import MAX_PAYLOAD, Quarantine
 from scrapy_focus.frontier.entries import decode_rank, encode_rank
 
@@ -139,11 +140,10 @@ class RedisFrontier(Quarantine):
     def host_policy(self, host: str) -> tuple[float, int]:
         """This node's delay and concurrency for *host*: its ``DOWNLOAD_SLOTS`` entry,
         else ``DOWNLOAD_DELAY`` and the per-host concurrency.  A host's record in Redis
-        is made from the first node's policy (one request at a time with a delay, as
-        ``ClusterPoliteness`` says it); :meth:`set_policy` changes it."""
-        slot = self.politeness.slots.get(host) or {}
-        delay = float(slot.get("delay", self.politeness.delay))
-        return delay, 1 if delay > 0 else int(slot.get("concurrency", self.politeness.concurrency))
+        is made from the first node's policy; :meth:`set_policy` changes it."""
+        slot, rules = self.politeness.slots.get(host) or {}, self.politeness
+        delay = float(slot.get("delay", rules.delay))
+        return delay, concurrency_with(delay, int(slot.get("concurrency", rules.concurrency)))
 
     # -- the queue
 

@@ -49,21 +49,12 @@ return new
 RECLAIM = r"""
 if ARGV[A + 1] == '1' then redis.call('ZADD', K_NODES, fmt(NOW), NODE) end
 local bound, n, touched = tonumber(ARGV[A + 2]), 0, {}
-local function reclaim(key, owner)
-  local _, host = split(redis.call('HGET', K_LEASES, key) or '')
-  if host and host ~= '' and redis.call('ZSCORE', fkey(host), key) then
-    local hk = hkey(host)
-    local f = redis.call('HMGET', hk, 'delay', 'last')
-    if num(f[1], 0) > 0 and NOW > num(f[2], NEVER) then redis.call('HSET', hk, 'last', fmt(NOW)) end
-  end
-  return give_back(key, owner)
-end
 local dead = redis.call('ZRANGEBYSCORE', K_NODES, '-inf', '(' .. fmt(NOW - LEASE_TIMEOUT),
                         'LIMIT', 0, 16)
 for _, node in ipairs(dead) do
   if n >= bound then break end
   for _, key in ipairs(redis.call('SRANDMEMBER', nkey(node), bound - n)) do
-    local host = reclaim(key, node)
+    local host = give_back(key, node, true)
     if host then touched[host] = true; n = n + 1 end
   end
   if redis.call('SCARD', nkey(node)) == 0 then redis.call('ZREM', K_NODES, node) end
@@ -71,7 +62,7 @@ end
 if n < bound then
   for _, key in ipairs(redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', fmt(NOW),
                                   'LIMIT', 0, bound - n)) do
-    local host = reclaim(key)
+    local host = give_back(key, nil, true)
     if host then touched[host] = true; n = n + 1 end
   end
 end

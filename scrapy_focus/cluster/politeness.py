@@ -45,6 +45,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def concurrency_with(delay: float, concurrency: int) -> int:
+    """A host's concurrency in Redis: one request at a time when it has a delay, the
+    next one a delay after it ended, so whatever the time between a lease and its
+    request on the wire (the reactor, the downloader), two nodes' requests are never
+    closer."""
+    return 1 if delay > 0 else concurrency
+
+
 class ClusterPoliteness:
     """A node's politeness, decided in Redis (see the module docstring)."""
 
@@ -83,10 +91,7 @@ class ClusterPoliteness:
     def _tell_policy(self, host: str) -> None:
         rules = self.rules
         delay = rules.delay(host)
-        # One request at a time to a host with a delay, the next one a delay after
-        # it ended: whatever the time between a lease and its request on the wire
-        # (the reactor, the downloader), two nodes' requests are never closer.
-        policy = (delay, 1 if delay > 0 else rules.concurrency(host))
+        policy = (delay, concurrency_with(delay, rules.concurrency(host)))
         if self._said.get(host) != policy:
             self._said[host] = policy
             self.link.send("set_policy", (host, *policy))

@@ -181,14 +181,20 @@ local function hold(host, why)
 end
 
 -- a lease back to its host's queue, with its key (its place); the host, or nil
--- (of *owner*'s when given); an index entry without its lease is dropped
-local function give_back(key, owner)
+-- (of *owner*'s when given); an index entry without its lease is dropped.  *silent*:
+-- its node fell silent, so a request in flight may have reached the host and nobody
+-- will say when it ended: the host's delay counts from now
+local function give_back(key, owner, silent)
   local node, host = split(redis.call('HGET', K_LEASES, key) or '')
   if owner and node ~= owner then redis.call('SREM', nkey(owner), key) end
   if node == '' then redis.call('ZREM', K_DEADLINES, key) end
   if node == '' or (owner and node ~= owner) then return nil end
   drop_lease(key, node)
-  redis.call('ZREM', fkey(host), key)
+  if redis.call('ZREM', fkey(host), key) == 1 and silent then
+    local hk = hkey(host)
+    local f = redis.call('HMGET', hk, 'delay', 'last')
+    if num(f[1], 0) > 0 and NOW > num(f[2], NEVER) then redis.call('HSET', hk, 'last', fmt(NOW)) end
+  end
   redis.call('ZADD', qkey(host), 0, key)
   count(host, 1)
   return host
