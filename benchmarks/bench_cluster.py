@@ -15,7 +15,9 @@ are of the cluster code, not of fsync), both sides measured in turn
 4. **few hosts**: the same on 2 hosts whose first page links to all the others
    (the queue is full at once), ``DOWNLOAD_DELAY`` 0.5 s: politeness binds, at
    hosts / delay pages/s; gaps below the delay and requests in flight per host
-   are counted on the server, across all nodes;
+   are counted on the server, across all nodes; each crawl is run again with half
+   the pages, so the round trips per page beyond each node's fixed cost (start,
+   close, polls while it waits) are the difference over the pages between them;
 5. **SIGKILL**: 3 nodes on 8 hosts x 31 pages, the first node to have fetched
    10 pages SIGKILLed, several runs: pages lost (never fetched), fetched twice, the time
    until the killed node's leases were fetched by others;
@@ -132,12 +134,21 @@ def seen_part(url: str, count: int, sides: list[str]) -> list[str]:
 CRAWL_HEADER = [
     "| side | nodes | pages | fetches | pages/s | x 1 node | per host/s | CPU s per node "
     "| CPU ms/page | cores used | gaps < delay | min gap s | peak per host/s | max in flight "
-    "| round trips/page | commands/page | wall s |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| round trips/page | beyond start and close | commands/page | wall s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
-def crawl_row(got: CrawlFigures, one: CrawlFigures | None) -> str:
+def marginal(got: CrawlFigures, half: CrawlFigures | Pending | None) -> float | None:
+    """Round trips per page beyond a node's fixed cost (start, close, idle polls while
+    the crawl waits on politeness): the difference between the crawl and one of half
+    the pages, over the pages between them."""
+    if not isinstance(half, CrawlFigures) or got.pages <= half.pages:
+        return None
+    return (got.round_trips - half.round_trips) / (got.pages - half.pages)
+
+
+def crawl_row(got: CrawlFigures, one: CrawlFigures | None, beyond: float | None = None) -> str:
     cpu = " ".join(f"{c:.1f}" for c in got.cpu_per_node)
     return (
         f"| {got.kind} | {got.nodes} | {got.pages} | {got.fetches} | {got.pages_per_s:.1f} "
@@ -145,7 +156,7 @@ def crawl_row(got: CrawlFigures, one: CrawlFigures | None) -> str:
         f"| {cpu} | {1000 * sum(got.cpu_per_node) / got.pages:.1f} | {got.cpu_share:.2f} "
         f"| {got.gaps_below} of {got.gaps} | {got.min_gap:.4f} "
         f"| {got.peak_host_rate:.1f} | {got.max_in_flight} | {cell(got.round_trips_per_page, 2)} "
-        f"| {got.commands_per_page:.2f} | {got.wall_s:.1f} |"
+        f"| {cell(beyond, 2)} | {got.commands_per_page:.2f} | {got.wall_s:.1f} |"
     )
 
 
@@ -166,10 +177,14 @@ def scaling_part(
             folder = args.workdir / f"{title.split()[0].lower()}-{side}-{nodes}"
             got = crawl(side, folder, url, nodes, hosts, pages, delay, links=links)
             if isinstance(got, Pending):
-                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 14)
+                lines.append(f"| {side} | {nodes} | {got} |" + " |" * 15)
                 continue
+            half = None
+            if delay:  # a host's turns take the time: the fixed cost is not per page
+                half_folder = folder.with_name(folder.name + "-half")
+                half = crawl(side, half_folder, url, nodes, hosts, pages // 2, delay, links=links)
             one = one or got
-            lines.append(crawl_row(got, one))
+            lines.append(crawl_row(got, one, marginal(got, half)))
             print(lines[-1], flush=True)
     return [*lines, ""]
 

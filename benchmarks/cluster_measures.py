@@ -241,6 +241,7 @@ class CrawlFigures:
     fetched_twice: int
     lost: int
     round_trips_per_page: float | None  # the nodes' own count (harness.redis_trips)
+    round_trips: int  # their sum over the nodes that lived
     commands_per_page: float  # the server's INFO commandstats calls
     killed_at: float | None = None
     lease_return_s: float | None = None  # see lease_return()
@@ -373,6 +374,7 @@ def _figures(
         fetched_twice=len(farm.fetched_twice()),
         lost=len(farm.never_fetched()),
         round_trips_per_page=trips / answered if answered else None,
+        round_trips=trips,
         commands_per_page=commands / max(len(hits), 1),
         killed_at=run.killed_at,
         lease_return_s=lease_return(run, farm),

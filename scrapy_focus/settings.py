@@ -326,9 +326,9 @@ FOCUS_CLUSTER_NAME = ""
 #: ``:state``, ``:quarantine`` and ``:quarantine:seams`` (values that are not valid data),
 #: ``:wake`` and ``:wake:<node>`` (tokens that end a parked node's wait).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
-#: A node's heartbeat period; its leases go back to the frontier when no heartbeat came
-#: for FOCUS_CLUSTER_LEASE_TIMEOUT seconds, or FOCUS_CLUSTER_LEASE_DEADLINE after the lease
-#: whatever the heartbeats say (a node stuck on one page).
+#: A node's heartbeat period (and how far ahead it keeps a host's turns); its leases go
+#: back to the frontier when no heartbeat came for FOCUS_CLUSTER_LEASE_TIMEOUT seconds,
+#: or FOCUS_CLUSTER_LEASE_DEADLINE after the lease whatever the heartbeats say.
 FOCUS_CLUSTER_HEARTBEAT = 2.0
 FOCUS_CLUSTER_LEASE_TIMEOUT = 15.0
 FOCUS_CLUSTER_LEASE_DEADLINE = 900.0

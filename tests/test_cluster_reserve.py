@@ -9,14 +9,20 @@ it; a release nobody's lease follows leaves a token that ends a parked node's wa
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
+
+from scrapy.settings import Settings
 
 from harness.redis_server import RedisServer
 from scrapy_focus.cluster.entries import Leased, Release
 from scrapy_focus.cluster.node import NodeHostQueues, NodeStore
 from scrapy_focus.cluster.parking import Parking
+from scrapy_focus.cluster.politeness import ClusterPoliteness
+from scrapy_focus.config import FocusConfig
 from tests.test_cluster_frontier import dispatch_time, item, make, urls
 
 
@@ -186,3 +192,93 @@ def test_a_reserved_entry_is_not_handed_out_before_its_turn() -> None:
     assert hosts.pop_ready() == "h"
     entry = store.pop("h")
     assert entry is not None and entry.payload == b"u1"
+
+
+def test_a_reserved_host_comes_with_its_turns_up_to_the_horizon_and_stays_the_nodes(
+    redis_server: RedisServer,
+) -> None:
+    a, b = make(redis_server, "a", DOWNLOAD_DELAY=0.5), make(redis_server, "b", DOWNLOAD_DELAY=0.5)
+    a.set_policy("h", 0.5, 1)
+    a.push([item(f"u{i}", score=1 - i / 10) for i in range(1, 8)])
+    (first,) = a.lease(4).entries
+    ended = time.monotonic()
+    a.release([Release("h", first.key, True, ended)])
+    a.ack([first.key])
+    kept = a.lease(8, reserve=0.0, horizon=1.6).entries
+    # The next turn a delay after the end, then one a delay after each: up to 1.6 s ahead.
+    assert urls(kept) == ["u2", "u3", "u4"]
+    waits = [entry.wait for entry in kept]
+    assert 0.3 < waits[0] <= 0.5 and all(
+        abs(later - earlier - 0.5) < 1e-3 for earlier, later in itertools.pairwise(waits)
+    )
+    # The host is this node's while they are out: no other node gets it.
+    assert b.lease(4, reserve=0.0, horizon=1.6).entries == [] and b.lease(4).entries == []
+    time.sleep(1.6)  # past the last one's turn: the node sent them all
+    a.release([Release("h", e.key, True, time.monotonic() - 0.1) for e in kept[:2]])
+    assert b.lease(4, reserve=0.0).entries == []  # one still out
+    a.release([Release("h", kept[2].key, True, time.monotonic())])
+    a.ack([e.key for e in kept])
+    (nxt,) = b.lease(4, reserve=0.0).entries  # then whoever asks: a delay after the last end
+    assert nxt.payload == b"u5" and 0.4 < nxt.wait <= 0.5
+
+
+def test_without_a_delay_a_host_has_one_turn_at_a_time_whatever_the_horizon(
+    redis_server: RedisServer,
+) -> None:
+    a = make(redis_server, "a")
+    a.set_policy("h", 0.0, 1)
+    a.push([item("u1"), item("u2"), item("u3")])
+    (first,) = a.lease(4, reserve=0.0, horizon=10.0).entries  # concurrency 1, nothing ahead
+    assert first.payload == b"u1"
+
+
+def test_the_share_counts_hosts_so_a_node_keeps_its_host_while_its_page_is_unacknowledged(
+    redis_server: RedisServer,
+) -> None:
+    a, b = make(redis_server, "a", DOWNLOAD_DELAY=1.0), make(redis_server, "b", DOWNLOAD_DELAY=1.0)
+    for host in ("h", "g"):
+        a.set_policy(host, 1.0, 1)
+    a.push([item("u1"), item("u2"), item("v1", "g"), item("v2", "g")])
+    (taken,) = a.lease(1).entries  # a takes one host, b the other
+    (other,) = b.lease(1).entries
+    assert {taken.host, other.host} == {"h", "g"}
+    a.release([Release(taken.host, taken.key, True, time.monotonic())])
+    # Its page is not acknowledged yet: still one host of a's, its own, within a share of 1.
+    (kept,) = a.lease(4, reserve=0.0).entries
+    assert kept.host == taken.host
+
+
+def test_a_node_times_the_turns_it_keeps_one_at_a_time_a_delay_after_each_end() -> None:
+    said: list[tuple[str, Any]] = []
+    link: Any = _Link()
+    link.send = lambda kind, message: said.append((kind, message))
+    link.pacing = SimpleNamespace(heartbeat=2.0)
+    config = FocusConfig.from_settings(Settings({"DOWNLOAD_DELAY": 0.5})).politeness
+    politeness = ClusterPoliteness(config, link, lambda: b"k" * 16)
+    politeness.clock = link.clock
+    hosts = NodeHostQueues(link, lambda: 4, lambda: None, politeness.ready_at)
+    store = NodeStore(link, lambda name: None, "test")
+    for i, due in enumerate((100.0, 100.5, 101.0)):  # Redis's plan: a delay apart
+        link.inbox.append(Leased("h", b"%d" % i * 16, 0, 0.5, b"u%d" % i, due - 100, due=due))
+    assert hosts.pop_ready() == "h" and store.pop("h").payload == b"u0"  # type: ignore[union-attr]
+    politeness.dispatched("h", 1)
+    link.now = 100.7  # the next turn by Redis's plan, but the first request is still out
+    assert hosts.pop_ready() is None
+    politeness.finished("h", 1)
+    kind, release = said[-1]
+    assert kind == "release" and release.hold == 1.0  # more turns kept: no round for it
+    assert hosts.pop_ready() is None  # a delay after the end, not after the plan
+    link.now = 101.2
+    assert hosts.pop_ready() == "h" and store.pop("h").payload == b"u1"  # type: ignore[union-attr]
+    politeness.dispatched("h", 2)
+    politeness.backoff("h", 5.0)  # a 429: the kept turns wait for it too
+    politeness.finished("h", 2)
+    link.now = 102.0
+    assert hosts.pop_ready() is None and politeness.ready_at("h") == 106.2
+    link.now = 106.2
+    assert hosts.pop_ready() == "h" and store.pop("h").payload == b"u2"  # type: ignore[union-attr]
+    politeness.dispatched("h", 3)
+    politeness.finished("h", 3)
+    assert said[-1][1].hold == 0.25  # the last kept turn: its round leases the next ones
+    politeness.dispatched("h", 4)  # one that never ends (no signal came): bounded, as in Redis
+    assert politeness.ready_at("h") == link.now + config.in_flight_timeout

@@ -73,7 +73,7 @@ class ClusterNode:
         where = f"{redacted(cluster.url)} {self.keys.prefix}"
         self.store = NodeStore(self.link, self._get_state, where, self.politeness.new_host)
         self.store.flush_on_close = cluster.flush_on_close
-        self.hosts = NodeHostQueues(self.link, self._room, self._wake)
+        self.hosts = NodeHostQueues(self.link, self._room, self._wake, self.politeness.ready_at)
         self._engine_wake: Any = None
         logger.info(
             "Cluster mode: crawl %r on %s (from %s) as node %s",

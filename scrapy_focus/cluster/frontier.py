@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-
 MAX_BATCH = 512  # entries one lease call hands out
 RECLAIM_BOUND = 256  # leases one heartbeat or reclaim returns at most
 MAX_ITER = 10_000  # entries one iter_host call returns
@@ -186,21 +185,20 @@ class RedisFrontier(Quarantine):
         return added
 
     @unavailable
-    def lease(self, limit: int, reserve: float | None = None) -> LeaseBatch:
+    def lease(self, limit: int, reserve: float | None = None, horizon: float = 0.0) -> LeaseBatch:
         """Up to *limit* entries, best first across the hosts ready now, each leased to
-        this node: its host's in-flight count goes up and its turn is taken.  With
-        *reserve* (seconds), when those are fewer, also the next turn of hosts waiting
-        only for their delay (their last request ended) when that turn is more than
-        *reserve* away: each such entry's ``wait`` says when it comes, and the node
-        must not send it before (a node that keeps a host's turns leases each in the
-        round that releases the one before)."""
-        return self._one(self.lease_call(limit, reserve))
+        this node; with *reserve*, turns ahead, and with *horizon* a host's turns kept
+        by this node (:mod:`~.leasing`).  An entry's ``wait`` says when its turn comes:
+        the node must not send it before."""
+        return self._one(self.lease_call(limit, reserve, horizon=horizon))
 
-    def lease_call(self, limit: int, reserve: float | None = None, park: bool = False) -> Call:
+    def lease_call(
+        self, limit: int, reserve: float | None = None, park: bool = False, horizon: float = 0.0
+    ) -> Call:
         """*park*: the round ends in a wait (:mod:`~.parking`), which this lease ends
         at once when it brought entries."""
         ahead = "" if reserve is None else repr(float(reserve))
-        args = [max(0, min(limit, MAX_BATCH)), ahead, int(park)]
+        args = [max(0, min(limit, MAX_BATCH)), ahead, int(park), repr(float(horizon))]
         return Call("LEASE", args, self._leased)
 
     def _leased(self, raw: Any) -> LeaseBatch:

@@ -245,8 +245,8 @@ class ClusterLink:
         beat = pacing.heartbeat_due(now, said)
         poll = pacing.status_due(now, said or beat)
         park = size > 0 and not said and self._parkable()
-        # A lease rides any round made anyway.  A turn a linger away is not reserved
-        # (ready when a round looks; a host with a tiny delay stays any node's).
+        # A lease rides any round made anyway; a turn a linger away is not reserved (a
+        # tiny delay's host stays any node's); one reserved brings a heartbeat's turns.
         due = pacing.lease_due(now, bool(taken["release"])) or said or beat or poll
         leasing = size > 0 and (park or due)
         parts: list[str] = []
@@ -264,7 +264,7 @@ class ClusterLink:
             calls.append(frontier.heartbeat_call())
         if leasing:
             parts.append("lease")
-            calls.append(frontier.lease_call(size, reserve=pacing.linger, park=park))
+            calls.append(frontier.lease_call(size, pacing.linger, park, pacing.heartbeat))
         if poll or pacing.status_due(now, bool(calls)):
             pacing.last_status = now
             parts += ["status", "mine"]

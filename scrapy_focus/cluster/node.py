@@ -26,6 +26,7 @@ restores them.
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -183,11 +184,16 @@ class NodeHostQueues:
     """The host queues of a cluster node (see the module docstring)."""
 
     def __init__(
-        self, link: ClusterLink, room: Callable[[], int], wake: Callable[[], None]
+        self,
+        link: ClusterLink,
+        room: Callable[[], int],
+        wake: Callable[[], None],
+        ready_at: Callable[[str], float] = lambda host: -math.inf,
     ) -> None:
         self.link = link
         self._room = room
         self._wake = wake
+        self._ready_at = ready_at  # the turns this node keeps (cluster/politeness.py)
         self._wake_call: Any = None
         self.best: dict[str, bytes | None] = {}  # no local ranking to re-score
         self.held: dict[str, int] = {}
@@ -201,14 +207,18 @@ class NodeHostQueues:
 
     def pop_ready(self) -> str | None:
         """The host of the first leased entry whose turn has come (a reserved turn
-        waits in the inbox until its time: politeness, as Redis decided it)."""
+        waits in the inbox until its time, as Redis decided it, and a kept one until
+        the node's own timing lets it go)."""
         inbox, now = self.link.inbox, self.link.clock()
         for leased in inbox:
-            if leased.due <= now:
+            if leased.due <= now and self._ready_at(leased.host) <= now:
                 return leased.host
         if not inbox:
             self.link.want(self._room())
         return None
+
+    def _turn(self, leased: Leased) -> float:
+        return max(leased.due, self._ready_at(leased.host))
 
     def schedule_wake(self) -> None:
         """The engine looks again when the first reserved turn comes (the link wakes
@@ -217,7 +227,8 @@ class NodeHostQueues:
             return
         from twisted.internet import reactor
 
-        delay = max(0.0, min(leased.due for leased in self.link.inbox) - self.link.clock())
+        first = min(self._turn(leased) for leased in self.link.inbox)
+        delay = max(0.0, first - self.link.clock())
         if self._wake_call is not None and self._wake_call.active():
             if self._wake_call.getTime() <= reactor.seconds() + delay:
                 return

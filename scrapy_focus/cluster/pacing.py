@@ -29,8 +29,10 @@ trip, and then says everything that is waiting in it:
   ended, and the lease in its round takes that next turn ahead ("not before": the
   node keeps the entry until then), so it may wait half the delay for the page's
   acknowledgement and other hosts' releases: on hosts with a delay a page costs one
-  round or less.  An acknowledgement nobody waits for rides the next round, or goes
-  after half the heartbeat period;
+  round or less; the lease brings the host's turns for a heartbeat period
+  (:mod:`~.leasing`), whose releases nobody waits for either, so a host the node
+  keeps costs a round per period.  An acknowledgement nobody waits for rides the
+  next round, or goes after half the heartbeat period;
 * **an idle node parks**: when its last lease was short, it has nothing out and
   holds no lease, its lease round ends in a blocking wait on Redis (``park``) for
   a token that a script leaves when it frees a host it does not take, or until

@@ -22,8 +22,13 @@ script that leases a host's next request to whichever node asks
 * turns a backoff or a hold into a message, so one node's 429 holds the host
   for all of them.
 
-Its ``ready_at``/``is_ready`` say "now": a host is never waited for locally,
-Redis does not lease a host before its time.
+Redis does not lease a host before its time, and the node keeps each leased
+entry until the turn the lease gave it.  The turns a node keeps of a host with a
+delay (:mod:`~.leasing`) it times itself, by the same rule: ``ready_at`` is not
+while this node has a request to the host out, nor before a delay after its last
+one ended, nor before a backoff this node heard of ends; else now.  A release
+whose host has more of its turns waiting in this node waits for a later round:
+nothing in Redis waits on it.
 """
 
 from __future__ import annotations
@@ -72,6 +77,9 @@ class ClusterPoliteness:
         self._held: set[str] = set()  # hosts told to be held
         self._dispatched: dict[int, tuple[str, bytes]] = {}  # id(request) → (host, lease)
         self._levels: dict[str, int] = {}
+        self._out: dict[str, tuple[int, float]] = {}  # host → requests out, last sent
+        self._ended: dict[str, float] = {}  # host → when this node's last one ended
+        self._backoff_until: dict[str, float] = {}
 
     def add_limit(self, limit: Callable[[str], int | None]) -> None:
         """Not applied: the limits components add are this process's state (the
@@ -104,13 +112,21 @@ class ClusterPoliteness:
         """The host's delay by this node's rules (what it told Redis)."""
         return self.rules.delay(host)
 
-    # -- readiness is Redis's
+    # -- readiness: Redis's turns, and the turns this node keeps
 
     def ready_at(self, host: str) -> float:
-        return self.clock()
+        now = self.clock()
+        at = self._backoff_until.get(host, now)
+        delay = self.rules.delay(host)
+        if delay > 0:
+            out, sent = self._out.get(host, (0, 0.0))
+            if out:  # its end says when; one that never ends stops counting, as in Redis
+                return max(now, sent + self.config.in_flight_timeout)
+            at = max(at, self._ended.get(host, -math.inf) + delay)
+        return max(at, now)
 
     def is_ready(self, host: str) -> bool:
-        return True
+        return self.ready_at(host) <= self.clock()
 
     def held_back(self, host: str) -> str | None:
         return None  # a held host is never leased: nothing of it reaches this node
@@ -119,6 +135,7 @@ class ClusterPoliteness:
 
     def dispatched(self, host: str, request_id: int) -> None:
         self._dispatched[request_id] = (host, self._taken_key())
+        self._out[host] = (self._out.get(host, (0, 0.0))[0] + 1, self.clock())
         self._tell_policy(host)  # a Crawl-delay parsed since, a limit changed
 
     def reached_downloader(self, host: str) -> None:
@@ -131,11 +148,19 @@ class ClusterPoliteness:
         dispatched = self._dispatched.pop(request_id, None)
         if dispatched is None:
             return False
+        ended, host = time.monotonic(), dispatched[0]
+        out, sent = self._out.get(host, (1, 0.0))
+        self._out[host] = (max(0, out - 1), sent)
+        if network:
+            self._ended[host] = self.clock()
         # The release says when the request ended, so Redis times the host's next turn
         # from then however late it hears; the round that says it leases that turn
-        # ahead (link.py), so it may wait up to half the delay for company.
+        # ahead (link.py), so it may wait up to half the delay for company, and until
+        # a later round when this node keeps the host's next turns.
         hold = self.rules.delay(host) / 2 if network else 0.0
-        self.link.send("release", Release(*dispatched, network, time.monotonic(), hold))
+        if hold and any(leased.host == host for leased in self.link.inbox):
+            hold = self.link.pacing.heartbeat / 2
+        self.link.send("release", Release(*dispatched, network, ended, hold))
         return True
 
     # -- backoff, for every node
@@ -144,6 +169,7 @@ class ClusterPoliteness:
         level = self._levels[host] = self._levels.get(host, 0) + 1
         wait = self.config.base_backoff * 2 ** (level - 1) if retry_after is None else retry_after
         wait = max(0.0, min(wait, self.config.max_backoff))
+        self._backoff_until[host] = self.clock() + wait  # the turns this node keeps too
         self.link.send("backoff", (host, wait))
         return wait
 

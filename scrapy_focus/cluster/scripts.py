@@ -234,91 +234,6 @@ if ARGV[A + 2] == '1' then signal() end
 return out
 """
 
-# ARGV: limit, reserve (a host's next turn may be leased before it comes when it is
-# more than this many seconds away; '': never), park (1:
-# the round waits on P:wake:<node> after this call, which gets a token when this lease
-# brought entries; and P:wake one when ready hosts are left).  Returns
-# {wait or nil, queued, {host, key, payload, wait, ...}, members of ready that no node
-# wrote (dropped)}; an entry's wait: seconds until its host's turn (0: now).
-LEASE = r"""
-local limit, reserve, park = tonumber(ARGV[A + 1]), tonumber(ARGV[A + 2]), ARGV[A + 3] == '1'
-for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
-                                 'LIMIT', 0, 1000)) do
-  place(host)
-end
-redis.call('ZADD', K_NODES, 'NX', fmt(NOW), NODE)
-local out, bad = {}, 0
--- host's best entry, leased to NODE for its turn at *at* (NOW or later)
-local function take(host, key, at)
-  local hk, t = hkey(host), fmt(at)
-  local f = redis.call('HMGET', hk, 'delay', 'last')
-  redis.call('HSET', K_LEASES, key, NODE .. '\n' .. host .. '\n' .. t .. '\n' .. (f[2] or ''))
-  redis.call('ZADD', K_DEADLINES, fmt(at + LEASE_DEADLINE), key)
-  redis.call('SADD', nkey(NODE), key)
-  redis.call('ZADD', fkey(host), t, key)
-  if num(f[1], 0) > 0 then redis.call('HSET', hk, 'last', t) end
-  redis.call('HINCRBY', K_COUNTS, 'queued', -1)
-  place(host)
-  for _, v in ipairs({host, key, redis.call('HGET', K_PAYLOADS, key) or '', fmt(at - NOW)}) do
-    out[#out + 1] = v
-  end
-end
-local function take_ready(first)
-  local key, host = string.sub(first, 1, 16), string.sub(first, 17)
-  if host == '' or redis.call('ZREM', qkey(host), key) == 0 then
-    redis.call('ZREM', K_READY, first)
-    if host ~= '' then unplace(host); place(host) end
-    return false  -- a member no node wrote
-  end
-  take(host, key, NOW)
-  redis.call('ZREM', K_READY, first)  -- gone already, unless host:<host> named another
-  return true
-end
-while #out < 4 * limit do
-  local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
-  if not first then break end
-  if not take_ready(first) then bad = bad + 1 end
-end
--- A waiting host whose next turn is its delay after its last request (not a full
--- in-flight count, not a backoff beyond that): that turn, leased now, kept by the node.
--- Only up to a fair share of the hosts with work per live node, counting what the node
--- holds: the rest wake a parked node, so a node that started first, or is slow to
--- finish its pages, does not keep every host's turns.
-if reserve and #out < 4 * limit then
-  local nodes = redis.call('ZCOUNT', K_NODES, fmt(NOW - LEASE_TIMEOUT), '+inf')
-  local share = math.ceil((redis.call('ZCARD', K_WAITING) + redis.call('ZCARD', K_READY))
-                          / math.max(1, nodes))
-  for _, host in ipairs(redis.call('ZRANGE', K_WAITING, 0, 4 * limit - 1)) do
-    if #out >= 4 * limit then break end
-    local f = redis.call('HMGET', hkey(host), 'delay', 'concurrency', 'last', 'backoff_until',
-                         'held')
-    local at = ready_at(host, f)
-    local key = reservable(host, f, at) and best_of(host)
-    if key and at - NOW <= reserve then
-      LEASABLE = true  -- ready within a linger: a parked node may take it then
-    elseif key and redis.call('SCARD', nkey(NODE)) >= share then
-      LEASABLE = true  -- past this node's share: another node's
-      break
-    elseif key then
-      redis.call('ZREM', qkey(host), key)
-      take(host, key, math.max(at, NOW))
-    end
-  end
-  signal()
-end
-local wait = false
-if park and #out > 0 then redis.call('RPUSH', P .. ':wake:' .. NODE, 1) end
-if redis.call('ZCARD', K_READY) > 0 then
-  wait = '0'
-  LEASABLE = true
-  signal()  -- more than this node took: another one's turn
-else
-  local first = redis.call('ZRANGE', K_WAITING, 0, 0, 'WITHSCORES')
-  if first[2] then wait = fmt(math.max(0, tonumber(first[2]) - NOW)) end
-end
-return {wait, redis.call('HGET', K_COUNTS, 'queued') or '0', out, bad}
-"""
-
 # ARGV: alone (1: no lease of this node follows in its round), then per item key,
 # network (1/0), seconds since the request ended.  Returns how many keys had no lease
 # (reclaimed).
@@ -372,10 +287,11 @@ return gone
 def register(client: Any) -> dict[str, Any]:
     """Every script of the frontier registered on *client* (EVALSHA, reloaded after a
     NOSCRIPT), by name."""
-    from scrapy_focus.cluster import host_scripts, lease_returns
+    from scrapy_focus.cluster import host_scripts, lease_returns, leasing
 
-    bodies = {name: globals()[name] for name in ("PUSH", "LEASE", "RELEASE", "ACK")}
+    bodies = {name: globals()[name] for name in ("PUSH", "RELEASE", "ACK")}
     for module, names in (
+        (leasing, ("LEASE",)),
         (lease_returns, ("QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")),
         (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS", "MINE")),
     ):
