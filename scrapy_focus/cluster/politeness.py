@@ -115,15 +115,14 @@ class ClusterPoliteness:
     # -- readiness: Redis's turns, and the turns this node keeps
 
     def ready_at(self, host: str) -> float:
-        now = self.clock()
-        at = self._backoff_until.get(host, now)
+        at = self._backoff_until.get(host, -math.inf)
         delay = self.rules.delay(host)
         if delay > 0:
             out, sent = self._out.get(host, (0, 0.0))
             if out:  # its end says when; one that never ends stops counting, as in Redis
-                return max(now, sent + self.config.in_flight_timeout)
+                return sent + self.config.in_flight_timeout
             at = max(at, self._ended.get(host, -math.inf) + delay)
-        return max(at, now)
+        return at
 
     def is_ready(self, host: str) -> bool:
         return self.ready_at(host) <= self.clock()
