@@ -9,6 +9,7 @@ leases and heartbeats.
 
 from __future__ import annotations
 
+import inspect
 import os
 import socket
 from typing import TYPE_CHECKING, Any
@@ -36,10 +37,26 @@ def redis_client(config: ClusterConfig) -> Any:
             f"{config.source} is set, but the redis library is not installed: "
             "pip install 'scrapy-focus[cluster]'"
         ) from None
-    params = {**DEFAULT_PARAMS, **config.params}
+    params = {**DEFAULT_PARAMS, **_quiet_handshake(redis), **config.params}
     for name in _TEXT_PARAMS:
         params.pop(name, None)
     return redis.Redis.from_url(config.url, decode_responses=False, **params)
+
+
+def _quiet_handshake(redis: Any) -> dict[str, Any]:
+    """A new connection says only what the crawl needs: redis-py 8 would also send
+    ``CLIENT SETINFO`` twice and opt in to Redis Enterprise's maintenance
+    notifications, each a round trip of its own, on every connection of every node.
+    ``REDIS_PARAMS`` (``driver_info``, ``maint_notifications_config``) turns them on."""
+    quiet: dict[str, Any] = {}
+    accepted = inspect.signature(redis.Redis.__init__).parameters
+    if "driver_info" in accepted:
+        quiet["driver_info"] = None
+    if "maint_notifications_config" in accepted:
+        from redis.maint_notifications import MaintNotificationsConfig
+
+        quiet["maint_notifications_config"] = MaintNotificationsConfig(enabled=False)
+    return quiet
 
 
 def node_name(config: ClusterConfig) -> str:

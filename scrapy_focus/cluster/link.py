@@ -125,9 +125,9 @@ class ClusterLink:
 
     def send(self, kind: str, message: Any) -> None:
         # When the message's linger starts: later for one that may wait (pacing.py).
-        at = self.clock() + (
-            message.hold if kind == "release" else self.pacing.heartbeat / 2 if kind == "ack" else 0
-        )
+        queued = self.status is not None and self.status.queued > 0
+        hold = self.pacing.hold(kind, getattr(message, "hold", 0.0), queued, bool(self._held))
+        at = self.clock() + hold
         with self._lock:
             self._outbox[kind].append(message)
             wake = kind in SINGLE or self._waiting >= self.pacing.full
