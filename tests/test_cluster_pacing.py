@@ -76,8 +76,8 @@ def test_the_thread_sleeps_until_the_next_decision() -> None:
 
 def test_a_push_waits_for_a_round_only_while_the_cluster_has_work_and_the_node_holds_some() -> None:
     pacing = Pacing(heartbeat=2.0)
-    assert pacing.hold("push", 0.0, queued=True, holding=True) == 1.0  # nobody starves for it
+    assert pacing.hold("push", 0.0, queued=True, holding=True) == 2.0  # nobody starves for it
     assert pacing.hold("push", 0.0, queued=False, holding=True) == 0.0  # another node may
     assert pacing.hold("push", 0.0, queued=True, holding=False) == 0.0  # this one may
-    assert pacing.hold("ack", 0.0, queued=False, holding=False) == 1.0
+    assert pacing.hold("ack", 0.0, queued=False, holding=False) == 2.0
     assert pacing.hold("release", 0.25, queued=True, holding=True) == 0.25  # its own

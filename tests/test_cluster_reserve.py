@@ -266,7 +266,7 @@ def test_a_node_times_the_turns_it_keeps_one_at_a_time_a_delay_after_each_end() 
     assert hosts.pop_ready() is None
     politeness.finished("h", 1)
     kind, release = said[-1]
-    assert kind == "release" and release.hold == 1.0  # more turns kept: no round for it
+    assert kind == "release" and release.hold == 2.0  # more turns kept: no round for it
     assert hosts.pop_ready() is None  # a delay after the end, not after the plan
     link.now = 101.2
     assert hosts.pop_ready() == "h" and store.pop("h").payload == b"u1"  # type: ignore[union-attr]

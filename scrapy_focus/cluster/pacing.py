@@ -32,7 +32,7 @@ trip, and then says everything that is waiting in it:
   round or less; the lease brings the host's turns for a heartbeat period
   (:mod:`~.leasing`), whose releases nobody waits for either, so a host the node
   keeps costs a round per period.  An acknowledgement nobody waits for rides the
-  next round, or goes after half the heartbeat period; so does a push while the
+  next round, at the latest a heartbeat period later; so does a push while the
   cluster has work queued and the node holds leases (nobody starves for it);
 * **an idle node parks**: when its last lease was short, it has nothing out and
   holds no lease, its lease round ends in a blocking wait on Redis (``park``) for
@@ -70,13 +70,14 @@ class Pacing:
 
     def hold(self, kind: str, release_hold: float, queued: bool, holding: bool) -> float:
         """Seconds a message of *kind* may wait beyond the linger: a release its own
-        hold; an acknowledgement half the heartbeat period; a push as long while the
-        cluster has work *queued* and this node is *holding* leases (no node starves
-        for it, and the turns it could change are leased ahead anyway); else none."""
+        hold; an acknowledgement a heartbeat period (a round comes by then); a push as
+        long while the cluster has work *queued* and this node is *holding* leases (no
+        node starves for it, and the turns it could change are leased ahead); else
+        none."""
         if kind == "release":
             return release_hold
         if kind == "ack" or (kind == "push" and queued and holding):
-            return self.heartbeat / 2
+            return self.heartbeat
         return 0.0
 
     def lease_need(self, room: int, buffered: int) -> int:

@@ -158,7 +158,7 @@ class ClusterPoliteness:
         # a later round when this node keeps the host's next turns.
         hold = self.rules.delay(host) / 2 if network else 0.0
         if hold and any(leased.host == host for leased in self.link.inbox):
-            hold = self.link.pacing.heartbeat / 2
+            hold = self.link.pacing.heartbeat  # the last kept turn's round takes it
         self.link.send("release", Release(*dispatched, network, ended, hold))
         return True
 
