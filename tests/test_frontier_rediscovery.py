@@ -205,3 +205,21 @@ def test_a_request_with_objects_in_its_meta_stays_in_memory_and_page_methods_go_
     (method,) = taken[f"{SITE}/library/threading.html"].meta["playwright_page_methods"]
     assert (method.method, method.args) == ("evaluate", ("1 + 1",))
     assert taken[f"{SITE}/library/queue.html"].meta["when"] is sentinel
+
+
+def test_a_link_to_a_page_in_flight_keeps_its_hosts_turn_and_a_retry_gives_it_back(tmp_path):
+    with open_scheduler(tmp_path, DOWNLOAD_DELAY=30, CONCURRENT_REQUESTS_PER_DOMAIN=1) as scheduler:
+        for path in ("/a.html", "/b.html"):
+            scheduler.enqueue_request(link(path, "/index.html", 0.5, "threads"))
+        taken = scheduler.next_request()
+        assert taken is not None and scheduler.next_request() is None  # its host's turn is out
+        host = "docs.example"
+        # Another page links to the page in flight: a duplicate, not the page coming back.
+        assert not scheduler.enqueue_request(
+            link(taken.url[len(SITE) :], "/x.html", 0.9, "threads")
+        )
+        assert not scheduler.politeness.is_ready(host)
+        assert scheduler.next_request() is None
+        # The page's own request back without a response (a retry): the turn is given back.
+        assert scheduler.enqueue_request(taken.replace(dont_filter=True))
+        assert scheduler.politeness.is_ready(host)

@@ -200,10 +200,12 @@ class FocusScheduler(BaseScheduler):
         elif arrival.web and self.crawl_scope.empty and not arrival.example:
             return self._no_scope(request)
         fingerprint = self.duplicates.fingerprint(request)
-        came_back = self.leases.came_back(fingerprint)
+        # Only a request that skips the duplicate check (a retry, an escalation, a breaker
+        # hold) is the page's own coming back; a link to it found meanwhile is not.
+        came_back = self.leases.came_back(fingerprint) if request.dont_filter else None
         if came_back is not None:
-            # The page's dispatched request came back as this one (retry, escalation,
-            # breaker hold) without a response: its per-host slot is free again.
+            # The page's dispatched request came back without a response: its per-host
+            # slot is free again.
             self._release(came_back, network=False)
         if not self.duplicates.admit(request, store.seen_add(fingerprint)):
             self._rediscovered(request, fingerprint)
