@@ -117,7 +117,7 @@ class NodeStore:
 
     def pop(self, host: str) -> Entry | None:
         inbox, now = self.link.inbox, self.link.clock()
-        for index, leased in enumerate(inbox):
+        for index, leased in enumerate(tuple(inbox)):  # the link's thread appends
             if leased.host == host and leased.due <= now:
                 del inbox[index]
                 self.last_taken = leased.key
@@ -139,7 +139,7 @@ class NodeStore:
         self.link.send("quarantine", (entry.lease, entry.payload, reason))
 
     def count_host(self, host: str) -> int:
-        return sum(1 for leased in self.link.inbox if leased.host == host)
+        return sum(1 for leased in tuple(self.link.inbox) if leased.host == host)
 
     # -- re-scoring (per node: see the module docstring)
 
@@ -209,7 +209,7 @@ class NodeHostQueues:
         """The host of the first leased entry whose turn has come (a reserved turn
         waits in the inbox until its time, as Redis decided it, and a kept one until
         the node's own timing lets it go)."""
-        inbox, now = self.link.inbox, self.link.clock()
+        inbox, now = tuple(self.link.inbox), self.link.clock()  # the link's thread appends
         for leased in inbox:
             if leased.due <= now and self._ready_at(leased.host) <= now:
                 return leased.host
@@ -227,7 +227,7 @@ class NodeHostQueues:
             return
         from twisted.internet import reactor
 
-        first = min(self._turn(leased) for leased in self.link.inbox)
+        first = min(self._turn(leased) for leased in tuple(self.link.inbox))
         delay = max(0.0, first - self.link.clock())
         if self._wake_call is not None and self._wake_call.active():
             if self._wake_call.getTime() <= reactor.seconds() + delay:

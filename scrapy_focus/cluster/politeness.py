@@ -24,9 +24,10 @@ script that leases a host's next request to whichever node asks
 
 Redis does not lease a host before its time, and the node keeps each leased
 entry until the turn the lease gave it.  The turns a node keeps of a host with a
-delay (:mod:`~.leasing`) it times itself, by the same rule: ``ready_at`` is not
-while this node has a request to the host out, nor before a delay after its last
-one ended, nor before a backoff this node heard of ends; else now.  A release
+delay (:mod:`~.leasing`) it times itself, by the same rule: ``ready_at`` (the
+earliest time this node may send the host its next request) is not while it has
+a request to the host out, nor before a delay after its last one ended, nor
+before a backoff this node heard of ends.  A release
 whose host has more of its turns waiting in this node waits for a later round:
 nothing in Redis waits on it.
 """
@@ -157,7 +158,7 @@ class ClusterPoliteness:
         # ahead (link.py), so it may wait up to half the delay for company, and until
         # a later round when this node keeps the host's next turns.
         hold = self.rules.delay(host) / 2 if network else 0.0
-        if hold and any(leased.host == host for leased in self.link.inbox):
+        if hold and any(leased.host == host for leased in tuple(self.link.inbox)):
             hold = self.link.pacing.heartbeat  # the last kept turn's round takes it
         self.link.send("release", Release(*dispatched, network, ended, hold))
         return True
