@@ -282,3 +282,32 @@ def test_a_node_times_the_turns_it_keeps_one_at_a_time_a_delay_after_each_end() 
     assert said[-1][1].hold == 0.25  # the last kept turn: its round leases the next ones
     politeness.dispatched("h", 4)  # one that never ends (no signal came): bounded, as in Redis
     assert politeness.ready_at("h") == link.now + config.in_flight_timeout
+
+
+def test_a_hold_gives_back_the_turns_a_node_kept_and_they_stay_with_the_held_host(
+    redis_server: RedisServer,
+) -> None:
+    said: list[tuple[str, Any]] = []
+    link: Any = _Link()
+    link.send = lambda kind, message: said.append((kind, message))
+    settings = Settings({"DOWNLOAD_DELAY": 0.5, "FOCUS_MAX_HOST_DELAY": 60})
+    config = FocusConfig.from_settings(settings).politeness
+    politeness = ClusterPoliteness(config, link, lambda: b"k" * 16)
+    politeness.clock = link.clock
+    a, b = make(redis_server, "a", DOWNLOAD_DELAY=0.5), make(redis_server, "b", DOWNLOAD_DELAY=0.5)
+    a.set_policy("h", 0.5, 1)
+    a.push([item(f"u{i}") for i in range(5)])
+    (first,) = a.lease(4).entries
+    a.release([Release("h", first.key, True, time.monotonic())])
+    a.ack([first.key])
+    link.inbox.extend(a.lease(8, reserve=0.0, horizon=1.6).entries)  # three turns kept
+    assert len(link.inbox) == 3
+    # One of them answers 429 with a Retry-After far above FOCUS_MAX_HOST_DELAY.
+    assert politeness.retry_after("h", 3600) == float("inf")
+    assert politeness.ready_at("h") == float("inf") and not link.inbox
+    kinds = [kind for kind, _ in said]
+    assert kinds == ["hold", "unlease", "unlease", "unlease"]  # the hold first
+    a.hold("h", said[0][1][1])
+    a.unlease([key for kind, key in said if kind == "unlease"])
+    assert b.lease(8, reserve=0.0, horizon=1.6).entries == []  # held, for every node
+    assert a.status().held == 4 and a.status().leased == 0

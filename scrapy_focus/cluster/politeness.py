@@ -105,9 +105,22 @@ class ClusterPoliteness:
             self._said[host] = policy
             self.link.send("set_policy", (host, *policy))
         why = rules.held_back(host)
-        if why is not None and host not in self._held:
-            self._held.add(host)
-            self.link.send("hold", (host, why))
+        if why is not None:
+            self._hold(host, why)
+
+    def _hold(self, host: str, why: str) -> None:
+        """Hold *host* for every node, and give back the turns this node kept of it (a
+        hold goes before the leases given back: they return to the held host's set)."""
+        self._backoff_until[host] = math.inf
+        if host in self._held:
+            return
+        self._held.add(host)
+        self.link.send("hold", (host, why))
+        inbox = self.link.inbox
+        for leased in tuple(inbox):
+            if leased.host == host:
+                inbox.remove(leased)
+                self.link.send("unlease", leased.key)
 
     def delay(self, host: str) -> float:
         """The host's delay by this node's rules (what it told Redis)."""
@@ -176,7 +189,7 @@ class ClusterPoliteness:
     def retry_after(self, host: str, seconds: float | None) -> float:
         cap = self.config.max_host_delay
         if seconds is not None and cap and seconds > cap:
-            self.link.send("hold", (host, f"it answered Retry-After: {seconds:g}s"))
+            self._hold(host, f"it answered Retry-After: {seconds:g}s")
             return math.inf
         return self.backoff(host, seconds)
 

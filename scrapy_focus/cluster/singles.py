@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The rarer messages, each its own call, said before a round's batched ones.
-SINGLE = ("state", "set_policy", "unlease", "requeue", "backoff", "hold", "quarantine")
+# The rarer messages, each its own call, said before a round's batched ones (a hold
+# before the leases a node gives back, so they return to the held host's set).
+SINGLE = ("state", "set_policy", "hold", "unlease", "requeue", "backoff", "quarantine")
 
 
 def say(
