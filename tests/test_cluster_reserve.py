@@ -68,13 +68,19 @@ def test_a_turn_closer_than_the_minimum_is_not_reserved(redis_server: RedisServe
     assert urls(a.lease(4, reserve=0.0).entries) == ["u2"]
 
 
-def test_a_node_holding_its_share_of_the_hosts_leaves_the_next_turn_to_another(
-    redis_server: RedisServer,
-) -> None:
-    a, b = make(redis_server, "a", DOWNLOAD_DELAY=1.0), make(redis_server, "b", DOWNLOAD_DELAY=1.0)
+def two_nodes_on_two_hosts(server: RedisServer) -> tuple[Any, Any]:
+    """Nodes a and b of one crawl; hosts h and g with a 1 s delay, two pages each."""
+    a, b = make(server, "a", DOWNLOAD_DELAY=1.0), make(server, "b", DOWNLOAD_DELAY=1.0)
     for host in ("h", "g"):
         a.set_policy(host, 1.0, 1)
     a.push([item("u1"), item("u2"), item("v1", "g"), item("v2", "g")])
+    return a, b
+
+
+def test_a_node_holding_its_share_of_the_hosts_leaves_the_next_turn_to_another(
+    redis_server: RedisServer,
+) -> None:
+    a, b = two_nodes_on_two_hosts(redis_server)
     b.heartbeat()  # two live nodes, two hosts with work: one host each
     taken = a.lease(4).entries
     assert sorted(e.host for e in taken) == ["g", "h"]
@@ -222,23 +228,10 @@ def test_a_reserved_host_comes_with_its_turns_up_to_the_horizon_and_stays_the_no
     assert nxt.payload == b"u5" and 0.4 < nxt.wait <= 0.5
 
 
-def test_without_a_delay_a_host_has_one_turn_at_a_time_whatever_the_horizon(
-    redis_server: RedisServer,
-) -> None:
-    a = make(redis_server, "a")
-    a.set_policy("h", 0.0, 1)
-    a.push([item("u1"), item("u2"), item("u3")])
-    (first,) = a.lease(4, reserve=0.0, horizon=10.0).entries  # concurrency 1, nothing ahead
-    assert first.payload == b"u1"
-
-
 def test_the_share_counts_hosts_so_a_node_keeps_its_host_while_its_page_is_unacknowledged(
     redis_server: RedisServer,
 ) -> None:
-    a, b = make(redis_server, "a", DOWNLOAD_DELAY=1.0), make(redis_server, "b", DOWNLOAD_DELAY=1.0)
-    for host in ("h", "g"):
-        a.set_policy(host, 1.0, 1)
-    a.push([item("u1"), item("u2"), item("v1", "g"), item("v2", "g")])
+    a, b = two_nodes_on_two_hosts(redis_server)
     (taken,) = a.lease(1).entries  # a takes one host, b the other
     (other,) = b.lease(1).entries
     assert {taken.host, other.host} == {"h", "g"}
