@@ -81,3 +81,23 @@ def test_a_push_waits_for_a_round_only_while_the_cluster_has_work_and_the_node_h
     assert pacing.hold("push", 0.0, queued=True, holding=False) == 0.0  # this one may
     assert pacing.hold("ack", 0.0, queued=False, holding=False) == 2.0
     assert pacing.hold("release", 0.25, queued=True, holding=True) == 0.25  # its own
+
+
+def test_a_resting_node_beats_and_polls_at_its_rest_period_and_parks_that_long() -> None:
+    pacing = Pacing(heartbeat=2.0, status=3.0, rest=7.5)
+    pacing.last_heartbeat = pacing.last_status = 0.0
+    assert pacing.heartbeat_due(now=2.0, riding=False) and pacing.status_due(3.0, False)
+    assert pacing.park_for(now=0.5, cap=30.0) == pytest.approx(2.5)
+    pacing.resting = True  # parked, holding nothing, while other nodes hold the work
+    assert not pacing.heartbeat_due(now=7.0, riding=False)
+    assert not pacing.status_due(now=7.0, riding=False)
+    assert pacing.heartbeat_due(now=7.5, riding=False) and pacing.status_due(7.5, False)
+    assert pacing.park_for(now=0.5, cap=30.0) == pytest.approx(7.0)
+    assert pacing.pause(now=0.5, since=None, leasing=False, cap=30.0) == pytest.approx(7.0)
+    # A host ready by time still ends the wait then: nobody leaves a token for it.
+    pacing.ready_at = 1.5
+    assert pacing.park_for(now=0.5, cap=30.0) == pytest.approx(1.0)
+    # A rest shorter than the periods never shortens them.
+    short = Pacing(heartbeat=2.0, status=3.0, rest=1.0, resting=True)
+    short.last_heartbeat = short.last_status = 0.0
+    assert not short.heartbeat_due(now=1.5, riding=False) and not short.status_due(2.5, False)

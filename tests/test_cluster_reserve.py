@@ -304,3 +304,23 @@ def test_a_hold_gives_back_the_turns_a_node_kept_and_they_stay_with_the_held_hos
     a.unlease([key for kind, key in said if kind == "unlease"])
     assert b.lease(8, reserve=0.0, horizon=1.6).entries == []  # held, for every node
     assert a.status().held == 4 and a.status().leased == 0
+
+
+def test_the_crawls_last_acknowledgement_wakes_every_node(redis_server: RedisServer) -> None:
+    """Resting nodes (link.py) poll the cluster's status rarely; the acknowledgement
+    that leaves nothing queued and nothing leased leaves one token per node, so each
+    parked node looks at once and finds the crawl done."""
+    a, b, c = (make(redis_server, name) for name in "abc")
+    a.push([item("u1"), item("u2")])
+    for node in (b, c):  # two nodes known to the cluster, holding nothing
+        node.heartbeat()
+    wake = a.keys.key("wake")
+    first, second = a.lease(4).entries
+    a.client.delete(wake)
+    a.ack([first.key])  # one lease still out: nobody is done
+    assert a.client.llen(wake) == 0
+    a.ack([second.key])
+    assert a.client.llen(wake) == 3  # a, b and c
+    parking = Parking(b)
+    assert b.run([b.lease_call(4, 0.0, park=True), parking.call(5)])[1] is True
+    assert b.status().leased == 0 and b.status().queued == 0

@@ -102,6 +102,8 @@ class ClusterLink:
             retry_max=IDLE_LOOK,
             heartbeat=config.heartbeat,
             status=config.idle_check,
+            # a resting node still beats within the lease timeout: it stays counted live
+            rest=config.lease_timeout / 2,
         )
         self._parking = Parking(frontier)
         self._since: float | None = None  # the earliest unsaid batched message's linger start
@@ -142,12 +144,17 @@ class ClusterLink:
     def want(self, room: int) -> None:
         """The engine asks for requests and its downloader has room for *room*
         more: the link leases up to that many plus ``FOCUS_CLUSTER_LEASE_AHEAD``
-        (at most ``buffer`` plus that), and keeps the inbox that full."""
-        self._room = max(1, min(room, self.buffer))
+        (at most ``buffer`` plus that), and keeps the inbox that full.
+
+        A parked round is not interrupted by the engine asking again for as much as
+        before (it does every few seconds): its wait already ends with new work."""
+        room = max(1, min(room, self.buffer))
+        more, self._room = room > self._room or not self._wanted, room
         if not self._wanted or not self.inbox:
             self._wanted = True
             self._event.set()
-            self._parking.interrupt()
+            if more:
+                self._parking.interrupt()
 
     def took(self) -> None:
         """The engine took an entry from the inbox: lease again if it ran down."""
@@ -194,6 +201,7 @@ class ClusterLink:
             self._event.wait(backoff or self._pause())
             self._event.clear()
             stopping = self._stopping
+            self.pacing.resting = self._resting()
             if not (backoff or stopping or self._worth_a_trip(self.clock())):
                 continue
             try:
@@ -292,10 +300,18 @@ class ClusterLink:
             and not self.unsaid()
         )
 
+    def _resting(self) -> bool:
+        """Parkable while the cluster has work that other nodes hold: a host freed
+        leaves a token that wakes this node, and so does the last acknowledgement of
+        the crawl, so its heartbeats and status polls can wait longer (``rest``)."""
+        status = self.status
+        return status is not None and (status.queued > 0 or status.leased > 0) and self._parkable()
+
     def _round(self) -> None:
         """One look, ONE round trip for the common case (see the module docstring;
         raises ClusterUnavailable, everything kept)."""
         self._say_single()
+        self.pacing.resting = self._resting()
         now = self.clock()
         with self._lock:
             taken = {kind: self._take(kind) for kind in BATCHED}

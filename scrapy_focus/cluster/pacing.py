@@ -38,7 +38,10 @@ trip, and then says everything that is waiting in it:
   holds no lease, its lease round ends in a blocking wait on Redis (``park``) for
   a token that a script leaves when it frees a host it does not take, or until
   the next status poll is due: a node without work costs a round per poll, not
-  one per look;
+  one per look; one that holds nothing while other nodes hold the cluster's work
+  *rests* (``resting``, the link's word): its heartbeat and status poll come every
+  ``rest`` seconds (half the lease timeout: it stays counted as live), since a
+  freed host and the crawl's last acknowledgement each leave it a token;
 * **the periodic parts ride along**: a heartbeat or status poll joins any round
   made once half its period has passed, and makes its own round only when due.
 
@@ -61,7 +64,9 @@ class Pacing:
     retry_max: float = 0.5
     heartbeat: float = 2.0
     status: float = 3.0
+    rest: float = 7.5  # the heartbeat and status period of a resting node
     # -- state
+    resting: bool = False  # (the link's word) parked, holding nothing, work elsewhere
     lease_after: float = -float("inf")  # no lease is tried before
     ready_at: float = float("inf")  # when the last lease said a waiting host is ready
     retry: float = 0.0  # the current empty-lease backoff (0: the last lease brought work)
@@ -108,28 +113,34 @@ class Pacing:
         self.retry = min(self.retry_max, max(self.retry_min, self.retry * 2))
         self.lease_after = now + min(self.retry, ready)
 
+    def _beat(self) -> float:
+        return max(self.heartbeat, self.rest) if self.resting else self.heartbeat
+
+    def _poll(self) -> float:
+        return max(self.status, self.rest) if self.resting else self.status
+
     def park_for(self, now: float, cap: float) -> float:
         """How long a parked round waits on Redis: until the next status poll or the
         host the last lease said is ready first, at most *cap* (0: do not park)."""
-        until = min(self.last_status + self.status, self.ready_at)
+        until = min(self.last_status + self._poll(), self.ready_at)
         return max(0.0, min(cap, until - now))
 
     def messages_due(self, now: float, waiting: int, since: float | None) -> bool:
         return waiting >= self.full or (since is not None and now - since >= self.linger)
 
     def heartbeat_due(self, now: float, riding: bool) -> bool:
-        period = self.heartbeat / 2 if riding else self.heartbeat
+        period = self._beat() / 2 if riding else self._beat()
         return now - self.last_heartbeat >= period
 
     def status_due(self, now: float, riding: bool) -> bool:
-        period = self.status / 2 if riding else self.status
+        period = self._poll() / 2 if riding else self._poll()
         return now - self.last_status >= period
 
     def pause(self, now: float, since: float | None, leasing: bool, cap: float) -> float:
         """Seconds until the next decision is due (at most *cap*)."""
         due = [
-            self.last_heartbeat + self.heartbeat,
-            self.last_status + self.status,
+            self.last_heartbeat + self._beat(),
+            self.last_status + self._poll(),
         ]
         if since is not None:
             due.append(since + self.linger)

@@ -264,7 +264,7 @@ return gone
 """
 
 # ARGV: alone (as RELEASE's), then keys.  Returns how many had no lease (reclaimed or
-# acknowledged before).
+# acknowledged before).  The crawl's last lease leaves a token per node on P:wake.
 ACK = r"""
 local gone, touched = 0, {}
 for i = A + 2, #ARGV do
@@ -280,6 +280,11 @@ for i = A + 2, #ARGV do
 end
 place_all(touched)
 if ARGV[A + 1] == '1' then signal() end
+-- the crawl's last lease: every node may be done, resting ones (link.py) included
+if redis.call('HLEN', K_LEASES) == 0 and num(redis.call('HGET', K_COUNTS, 'queued'), 0) <= 0 then
+  local nodes = redis.call('ZCARD', K_NODES)
+  for _ = redis.call('LLEN', P .. ':wake') + 1, nodes do redis.call('RPUSH', P .. ':wake', 1) end
+end
 return gone
 """
 
