@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 # As scrapy-redis's defaults.REDIS_PARAMS, so a project moving over keeps its behaviour.
 DEFAULT_PARAMS: dict[str, Any] = {
+    # RESP2, what redis-py spoke by default before version 8 and every Redis server
+    # speaks: a connection opens without a HELLO round trip (the scripts' replies
+    # are the same in both).  ``REDIS_PARAMS = {"protocol": 3}`` asks for RESP3.
+    "protocol": 2,
     "socket_timeout": 30,
     "socket_connect_timeout": 30,
     "retry_on_timeout": True,
