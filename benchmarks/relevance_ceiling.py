@@ -16,6 +16,10 @@ without crawling again:
                         every 10 pages on the crawl's own top-scored fifth as positives
                         (pseudo-labels: no ground truth; the URL tokens' IDF is over the
                         whole crawl, which flatters it slightly);
+``feedback top k β``     pseudo-relevance feedback (Rocchio): every 10 pages, the
+                        distinctive terms (frequency times IDF) of the k pages scored highest
+                        so far join the topic's profile at weight β, as the crawl could do
+                        without labels;
 ``with two example pages`` the crawler's scorer given two pages of the section (the first
                         in key order) as ``FOCUS_TOPIC_EXAMPLES``: what a user's examples buy;
 ``semantic``            the cosine of the page's title, headings and first text with the
@@ -173,6 +177,44 @@ def replayed(text: str, docs: list[Doc]) -> list[float]:
     return [topic.page_relevance(d.title, list(d.headings), d.text) for d in docs]
 
 
+class _FeedbackTopic(Topic):
+    """The crawler's topic with a replaceable set of feedback terms (weights in [0, 1])."""
+
+    def __init__(self, text: str, beta: float) -> None:
+        super().__init__(text)
+        self.beta = beta
+        self.feedback: dict[str, float] = {}
+
+    def _weights(self) -> dict[str, float]:
+        weights = super()._weights()
+        for term, value in self.feedback.items():
+            weights[term] = weights.get(term, 0.0) + self.beta * value * self.idf(term)
+        return weights
+
+
+def feedback(top: int, beta: float, size: int = 30, every: int = 10) -> Scorer:
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = _FeedbackTopic(text, beta)
+        read: list[tuple[float, Counter[str]]] = []
+        out = []
+        for i, doc in enumerate(docs):
+            if i >= every and i % every == 0:
+                pooled: Counter[str] = Counter()
+                for _, bag in sorted(read, key=lambda pair: -pair[0])[:top]:
+                    for term, count in bag.items():
+                        pooled[term] += 1 + math.log(count)
+                weight = {term: pooled[term] * topic.idf(term) for term in pooled}
+                best = sorted(weight, key=weight.__getitem__, reverse=True)[:size]
+                if best:
+                    topic.feedback = {term: weight[term] / weight[best[0]] for term in best}
+                    topic._profile = None
+            out.append(topic.page_relevance(doc.title, list(doc.headings), doc.text))
+            read.append((out[-1], text_bag(doc)))
+        return out
+
+    return score
+
+
 _BY_TEXT = {spec.text: spec for spec in TOPICS.values()}  # a scorer is given the topic's text
 
 
@@ -285,6 +327,9 @@ SCORERS: dict[str, Scorer] = {
     "directory": directory,
     "parent": parent,
     "self-trained": self_trained,
+    "feedback top 3 β 0.6": feedback(3, 0.6),
+    "feedback top 10 β 0.3": feedback(10, 0.3),
+    "feedback top 10 β 1": feedback(10, 1.0),
     "with two example pages": with_examples,
     "semantic": semantic,
     "replayed + semantic (a fifth)": blended(0.2),
