@@ -76,10 +76,11 @@ def test_the_thread_sleeps_until_the_next_decision() -> None:
 
 def test_a_push_waits_for_a_round_only_while_the_cluster_has_work_and_the_node_holds_some() -> None:
     pacing = Pacing(heartbeat=2.0)
-    assert pacing.hold("push", 0.0, queued=True, holding=True) == 2.0  # nobody starves for it
+    # nobody starves for it; a round comes within the patience (two heartbeat periods)
+    assert pacing.hold("push", 0.0, queued=True, holding=True) == pacing.patience == 4.0
     assert pacing.hold("push", 0.0, queued=False, holding=True) == 0.0  # another node may
     assert pacing.hold("push", 0.0, queued=True, holding=False) == 0.0  # this one may
-    assert pacing.hold("ack", 0.0, queued=False, holding=False) == 2.0
+    assert pacing.hold("ack", 0.0, queued=False, holding=False) == 4.0
     assert pacing.hold("release", 0.25, queued=True, holding=True) == 0.25  # its own
 
 
@@ -101,3 +102,15 @@ def test_a_resting_node_beats_and_polls_at_its_rest_period_and_parks_that_long()
     short = Pacing(heartbeat=2.0, status=3.0, rest=1.0, resting=True)
     short.last_heartbeat = short.last_status = 0.0
     assert not short.heartbeat_due(now=1.5, riding=False) and not short.status_due(2.5, False)
+
+
+def test_a_node_holding_leases_lets_its_heartbeat_ride_their_rounds() -> None:
+    """A node keeping a host's turns makes a round at least once a heartbeat period
+    plus a fetch and half a delay (the last kept turn's release): its heartbeat rides
+    those past half its period, and makes a round of its own only after the patience."""
+    pacing = Pacing(heartbeat=2.0, status=3.0, last_heartbeat=0.0, holding=True)
+    assert pacing.heartbeat_due(1.0, riding=True)  # rides a round made anyway
+    assert not pacing.heartbeat_due(3.9, riding=False)  # no round of its own yet
+    assert pacing.heartbeat_due(4.0, riding=False)
+    pacing.holding = False
+    assert pacing.heartbeat_due(2.0, riding=False)

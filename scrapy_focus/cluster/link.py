@@ -201,7 +201,7 @@ class ClusterLink:
             self._event.wait(backoff or self._pause())
             self._event.clear()
             stopping = self._stopping
-            self.pacing.resting = self._resting()
+            self.pacing.resting, self.pacing.holding = self._resting(), bool(self._held)
             if not (backoff or stopping or self._worth_a_trip(self.clock())):
                 continue
             try:
@@ -311,7 +311,7 @@ class ClusterLink:
         """One look, ONE round trip for the common case (see the module docstring;
         raises ClusterUnavailable, everything kept)."""
         self._say_single()
-        self.pacing.resting = self._resting()
+        self.pacing.resting, self.pacing.holding = self._resting(), bool(self._held)
         now = self.clock()
         with self._lock:
             taken = {kind: self._take(kind) for kind in BATCHED}

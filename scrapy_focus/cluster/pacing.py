@@ -22,7 +22,7 @@ trip, and then says everything that is waiting in it:
   to ``retry_max`` (another node's release frees a host without telling this
   one); a node with requests out makes no lease round of its own before a host
   is ready by time: its lease rides the rounds it makes anyway (each release's,
-  a heartbeat's at least every heartbeat period);
+  a heartbeat's at least every two heartbeat periods);
 * **a starving node does not linger**: a release while the node has nothing
   buffered goes at once, with a lease (on one host, the next page waits for it);
 * **unless its host's next turn is a delay away**: the release says when its request
@@ -32,8 +32,10 @@ trip, and then says everything that is waiting in it:
   round or less; the lease brings the host's turns for a heartbeat period
   (:mod:`~.leasing`), whose releases nobody waits for either, so a host the node
   keeps costs a round per period.  An acknowledgement nobody waits for rides the
-  next round, at the latest a heartbeat period later; so does a push while the
-  cluster has work queued and the node holds leases (nobody starves for it);
+  next round, at the latest ``patience`` (two heartbeat periods) later; so do a
+  push while the cluster has work queued and the node holds leases (nobody
+  starves for it), the release of a kept turn that is not the host's last, and,
+  while the node holds leases, its heartbeat (it rides their rounds);
 * **an idle node parks**: when its last lease was short, it has nothing out and
   holds no lease, its lease round ends in a blocking wait on Redis (``park``) for
   a token that a script leaves when it frees a host it does not take, or until
@@ -67,22 +69,31 @@ class Pacing:
     rest: float = 7.5  # the heartbeat and status period of a resting node
     # -- state
     resting: bool = False  # (the link's word) parked, holding nothing, work elsewhere
+    holding: bool = False  # (the link's word) leases out that this node will release
     lease_after: float = -float("inf")  # no lease is tried before
     ready_at: float = float("inf")  # when the last lease said a waiting host is ready
     retry: float = 0.0  # the current empty-lease backoff (0: the last lease brought work)
     last_heartbeat: float = -float("inf")
     last_status: float = -float("inf")
 
+    @property
+    def patience(self) -> float:
+        """How long a message may wait for a round made anyway: twice the heartbeat
+        period.  A node keeping a host's turns makes a round at least once a period
+        plus a fetch and half a delay (its last kept turn's release), so a message
+        that waited only one period would make a round of its own just before it."""
+        return 2 * self.heartbeat
+
     def hold(self, kind: str, release_hold: float, queued: bool, holding: bool) -> float:
         """Seconds a message of *kind* may wait beyond the linger: a release its own
-        hold; an acknowledgement a heartbeat period (a round comes by then); a push as
+        hold; an acknowledgement the patience (a round comes by then); a push as
         long while the cluster has work *queued* and this node is *holding* leases (no
         node starves for it, and the turns it could change are leased ahead); else
         none."""
         if kind == "release":
             return release_hold
         if kind == "ack" or (kind == "push" and queued and holding):
-            return self.heartbeat
+            return self.patience
         return 0.0
 
     def lease_need(self, room: int, buffered: int) -> int:
@@ -114,7 +125,12 @@ class Pacing:
         self.lease_after = now + min(self.retry, ready)
 
     def _beat(self) -> float:
-        return max(self.heartbeat, self.rest) if self.resting else self.heartbeat
+        """The heartbeat's period for a round of its own: a resting node's rest; while
+        the node holds leases, its patience (their releases make rounds anyway, and
+        the heartbeat rides them past half its period)."""
+        if self.resting:
+            return max(self.heartbeat, self.rest)
+        return self.patience if self.holding else self.heartbeat
 
     def _poll(self) -> float:
         return max(self.status, self.rest) if self.resting else self.status
@@ -129,8 +145,9 @@ class Pacing:
         return waiting >= self.full or (since is not None and now - since >= self.linger)
 
     def heartbeat_due(self, now: float, riding: bool) -> bool:
-        period = self._beat() / 2 if riding else self._beat()
-        return now - self.last_heartbeat >= period
+        if not riding:
+            return now - self.last_heartbeat >= self._beat()
+        return now - self.last_heartbeat >= (self._beat() if self.resting else self.heartbeat) / 2
 
     def status_due(self, now: float, riding: bool) -> bool:
         period = self._poll() / 2 if riding else self._poll()

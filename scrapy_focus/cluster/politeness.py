@@ -172,7 +172,7 @@ class ClusterPoliteness:
         # a later round when this node keeps the host's next turns.
         hold = self.rules.delay(host) / 2 if network else 0.0
         if hold and any(leased.host == host for leased in tuple(self.link.inbox)):
-            hold = self.link.pacing.heartbeat  # the last kept turn's round takes it
+            hold = self.link.pacing.patience  # the last kept turn's round takes it
         self.link.send("release", Release(*dispatched, network, ended, hold))
         return True
 
