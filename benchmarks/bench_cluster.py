@@ -22,7 +22,8 @@ are of the cluster code, not of fsync), both sides measured in turn
    10 pages SIGKILLed, several runs: pages lost (never fetched), fetched twice, the time
    until the killed node's leases were fetched by others;
 6. **harvest** (ours only, benchmarks/cluster_harvest.py): the frontier
-   benchmark's topics on 2 nodes against one node.
+   benchmark's topics on 2 nodes against one node, 4R pages each, ``--harvest-runs``
+   runs of each: the median harvest at 2R of the cluster's fetch order.
 
 Redis round trips per page are each node's own count (harness/redis_trips.py);
 commands per page the server's ``INFO commandstats``.  A figure of ours that
@@ -34,7 +35,7 @@ Usage::
     .venv/bin/python benchmarks/bench_cluster.py                 # the full run
     .venv/bin/python benchmarks/bench_cluster.py --scale 0.25    # a quick one
         [--sides scrapy-redis,focus] [--parts queue,seen,many,few,kill,harvest]
-        [--runs 4] [--out FILE.md] [--docs] [--workdir DIR]
+        [--runs 4] [--harvest-runs 3] [--out FILE.md] [--docs] [--workdir DIR]
 
 ``--docs`` replaces the "## Cluster (bench_cluster.py)" section of
 docs/benchmarks.md with the report.
@@ -45,6 +46,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -226,22 +228,36 @@ def kill_part(args: argparse.Namespace, url: str) -> list[str]:
 
 
 def harvest_part(args: argparse.Namespace, url: str) -> list[str]:
-    from cluster_harvest import harvest_on_nodes
+    from cluster_harvest import HarvestFigures, Run, harvest_on_nodes, pooled_ratio
 
-    budget = max(30, round(200 * args.scale))
-    got = harvest_on_nodes(args.workdir / "harvest", url, budget)
-    lines = [f"**Harvest** (topics of benchmarks/harvest_suite.py, {budget} pages, scrapy-focus "
-             "only: 2 nodes on one Redis against one node alone; goal within 5%)", ""]  # fmt: skip
+    runs = max(1, args.harvest_runs)
+    got = harvest_on_nodes(args.workdir / "harvest", url, runs=runs)
+    lines = [f"**Harvest** (topics of benchmarks/harvest_suite.py, 4R pages each, {runs} runs, "
+             "scrapy-focus only: 2 nodes on one Redis against one node alone, the two "
+             "nodes' fetches in one order; medians; goal: harvest@2R within 5%)", ""]  # fmt: skip
     if isinstance(got, Pending):
         return [*lines, str(got), ""]
-    lines += ["| topic | one node | two nodes | ratio | pages both fetched |"]
-    lines += ["|---|---|---|---|---|"]
+    lines += ["| topic | R | harvest@2R, one node | two nodes | ratio | one node, twice the "
+              "concurrency | recall@4R, one / two / one doubled | pages both fetched |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+
+    def cell(topic: HarvestFigures, runs: list[Run]) -> str:
+        each = " / ".join(f"{run.harvest_2r:.2f}" for run in runs)
+        return f"{topic.median(runs, 'harvest_2r'):.2f} ({each})"
+
     for topic in got:
+        one, two, doubled = topic.one_node, topic.two_nodes, topic.one_node_doubled
+        recalls = " / ".join(f"{topic.median(r, 'recall_4r'):.2f}" for r in (one, two, doubled))
         lines.append(
-            f"| {topic.topic} | {topic.one_node:.1%} | {topic.two_nodes:.1%} "
-            f"| {topic.ratio:.2f}x | {topic.fetched_twice} |"
+            f"| {topic.topic} | {topic.relevant} | {cell(topic, one)} | {cell(topic, two)} "
+            f"| {topic.ratio:.2f}x | {cell(topic, doubled)} | {recalls} "
+            f"| {statistics.median(run.fetched_twice for run in two):g} |"
         )
-    return [*lines, ""]
+        print(lines[-1], flush=True)
+    lines += ["", f"Over the topics (medians weighted by R): two nodes {pooled_ratio(got):.2f}x "
+              "one node's harvest@2R; one node with twice the concurrency "
+              f"{pooled_ratio(got, 'one_node_doubled'):.2f}x.", ""]  # fmt: skip
+    return lines
 
 
 def versions() -> list[str]:
@@ -289,6 +305,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sides", default=",".join(SIDES))
     parser.add_argument("--parts", default="queue,seen,many,few,kill,harvest")
     parser.add_argument("--runs", type=int, default=4, help="SIGKILL runs per side")
+    parser.add_argument("--harvest-runs", type=int, default=3, help="runs per topic, harvest")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--docs", action="store_true", help="write docs/benchmarks.md")
     parser.add_argument("--workdir", type=Path)

@@ -142,6 +142,8 @@ class FetchLog:
     def response_received(self, response: Response, request: Any, spider: Any = None) -> None:
         line = {"url": response.url, "status": response.status}
         line["t"] = round(time.monotonic() - self.started, 3)
+        # the machine's monotonic clock, to put several processes' fetches in one order
+        line["m"] = round(time.monotonic(), 4)
         self._write(line)
 
     def page_scored(self, response: Response, relevance: float | None) -> None:
