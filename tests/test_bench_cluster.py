@@ -56,3 +56,46 @@ def test_the_report_replaces_its_own_section_of_the_benchmarks_page(tmp_path, mo
     page.write_text(f"# B\n\n{other}")
     bench_cluster.write_docs(new)  # no section yet: added at the end
     assert page.read_text() == f"# B\n\n{other}\n{new}"
+
+
+def test_the_harvest_part_puts_the_nodes_fetches_in_one_order_by_the_machines_clock(tmp_path):
+    import json
+
+    from cluster_harvest import HarvestFigures, Run, fetch_order, pooled_ratio
+
+    class Keys:  # what the harvest farm does with a URL: its path
+        @staticmethod
+        def key(url: str) -> str:
+            return url.split("/", 3)[3]
+
+    logs = []
+    for node, lines in enumerate(
+        [
+            [("a.html", 200, 10.0), ("moved.html", 301, 10.5), ("c.html", 200, 12.0)],
+            [("b.html", 200, 11.0), ("c.html", 200, 11.5), ("d.html", 200, 13.0)],
+        ]
+    ):
+        log = tmp_path / f"node-{node}.jsonl"
+        log.write_text(
+            "\n".join(
+                json.dumps({"url": f"http://h/{path}", "status": status, "t": 0.0, "m": m})
+                for path, status, m in lines
+            )
+            + "\n"
+            + json.dumps({"closed": "finished"})
+            + "\n"
+        )
+        logs.append(log)
+    order, twice = fetch_order(Keys(), logs)
+    assert order == ["a.html", "b.html", "c.html", "d.html"]  # redirects left out
+    assert twice == 1  # c.html: node 1 first, then node 0
+
+    run = Run(harvest_2r=0.5, recall_2r=1.0, recall_4r=1.0, fetched_twice=0)
+    half = Run(harvest_2r=0.25, recall_2r=0.5, recall_4r=1.0, fetched_twice=0)
+    topics = [
+        HarvestFigures("a", 10, [run, run, half], [half, half, run], [run, run, run]),
+        HarvestFigures("b", 30, [run, run, run], [run, run, run], [run, run, run]),
+    ]
+    assert topics[0].ratio == 0.5  # medians: 0.25 against 0.5
+    assert pooled_ratio(topics) == (0.25 * 20 + 0.5 * 60) / (0.5 * 20 + 0.5 * 60)
+    assert pooled_ratio(topics, "one_node_doubled") == 1.0
