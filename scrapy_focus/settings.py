@@ -324,8 +324,7 @@ FOCUS_CLUSTER_NAME = ""
 #: ``:counts``, ``:counters`` (fetched, relevant, started), ``:history``
 #: (``<domain>\0<engine>`` -> JSON), ``:breaker``, ``:model`` (the link model's sums),
 #: ``:state``, ``:quarantine`` and ``:quarantine:seams`` (values that are not valid data),
-#: ``:wake`` and ``:wake:<node>`` (tokens that end a parked node's wait; the crawl's
-#: last acknowledgement leaves one per node on ``:wake``).
+#: ``:wake`` and ``:wake:<node>`` (tokens that end a parked node's wait).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
 #: A node's heartbeat period (and how far ahead it keeps a host's turns); its leases go
 #: back to the frontier when no heartbeat came for FOCUS_CLUSTER_LEASE_TIMEOUT seconds,

@@ -89,6 +89,12 @@ def test_a_resting_node_beats_and_polls_at_its_rest_period_and_parks_that_long()
     pacing.last_heartbeat = pacing.last_status = 0.0
     assert pacing.heartbeat_due(now=2.0, riding=False) and pacing.status_due(3.0, False)
     assert pacing.park_for(now=0.5, cap=30.0) == pytest.approx(2.5)
+    assert not pacing.parkable(stopping=False, busy=False, room_full=True)  # last lease full
+    pacing.leased(now=0.0, asked=4, got=0, wait=None, busy=False)
+    assert pacing.parkable(stopping=False, busy=False, room_full=True)
+    assert not pacing.parkable(stopping=False, busy=True, room_full=True)  # holds some
+    assert not pacing.parkable(stopping=True, busy=False, room_full=True)
+    assert not pacing.parkable(stopping=False, busy=False, room_full=False)  # requests out
     pacing.resting = True  # parked, holding nothing, while other nodes hold the work
     assert not pacing.heartbeat_due(now=7.0, riding=False)
     assert not pacing.status_due(now=7.0, riding=False)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from types import SimpleNamespace
 from typing import Any
 
 from scrapy.settings import Settings
@@ -20,6 +19,7 @@ from scrapy.settings import Settings
 from harness.redis_server import RedisServer
 from scrapy_focus.cluster.entries import Leased, Release
 from scrapy_focus.cluster.node import NodeHostQueues, NodeStore
+from scrapy_focus.cluster.pacing import Pacing
 from scrapy_focus.cluster.parking import Parking
 from scrapy_focus.cluster.politeness import ClusterPoliteness
 from scrapy_focus.config import FocusConfig
@@ -245,7 +245,7 @@ def test_a_node_times_the_turns_it_keeps_one_at_a_time_a_delay_after_each_end() 
     said: list[tuple[str, Any]] = []
     link: Any = _Link()
     link.send = lambda kind, message: said.append((kind, message))
-    link.pacing = SimpleNamespace(heartbeat=2.0)
+    link.pacing = Pacing(heartbeat=2.0)
     config = FocusConfig.from_settings(Settings({"DOWNLOAD_DELAY": 0.5})).politeness
     politeness = ClusterPoliteness(config, link, lambda: b"k" * 16)
     politeness.clock = link.clock
@@ -259,7 +259,8 @@ def test_a_node_times_the_turns_it_keeps_one_at_a_time_a_delay_after_each_end() 
     assert hosts.pop_ready() is None
     politeness.finished("h", 1)
     kind, release = said[-1]
-    assert kind == "release" and release.hold == 2.0  # more turns kept: no round for it
+    # more turns kept: no round for it; the last one's round takes it (the patience)
+    assert kind == "release" and release.hold == link.pacing.patience == 4.0
     assert hosts.pop_ready() is None  # a delay after the end, not after the plan
     link.now = 101.2
     assert hosts.pop_ready() == "h" and store.pop("h").payload == b"u1"  # type: ignore[union-attr]

@@ -102,7 +102,6 @@ class ClusterLink:
             retry_max=IDLE_LOOK,
             heartbeat=config.heartbeat,
             status=config.idle_check,
-            # a resting node still beats within the lease timeout: it stays counted live
             rest=config.lease_timeout / 2,
         )
         self._parking = Parking(frontier)
@@ -110,8 +109,7 @@ class ClusterLink:
         self._waiting = 0  # and how many wait
         self.riders = Riders()  # the other seams' exchanges (riders.py)
         self.outage = Outage(clock, config.max_backoff)
-        self.round_trips = 0
-        self.trips: collections.Counter[str] = collections.Counter()  # rounds by part
+        self.round_trips, self.trips = 0, collections.Counter[str]()  # all; rounds by part
         self._held: set[bytes] = set()  # keys leased to this node and not given up yet
         self._suspect_orphans = False
 
@@ -144,16 +142,13 @@ class ClusterLink:
     def want(self, room: int) -> None:
         """The engine asks for requests and its downloader has room for *room*
         more: the link leases up to that many plus ``FOCUS_CLUSTER_LEASE_AHEAD``
-        (at most ``buffer`` plus that), and keeps the inbox that full.
-
-        A parked round is not interrupted by the engine asking again for as much as
-        before (it does every few seconds): its wait already ends with new work."""
+        (at most ``buffer`` plus that), and keeps the inbox that full."""
         room = max(1, min(room, self.buffer))
         more, self._room = room > self._room or not self._wanted, room
         if not self._wanted or not self.inbox:
             self._wanted = True
             self._event.set()
-            if more:
+            if more:  # asked again for as much (every few seconds): a park ends by itself
                 self._parking.interrupt()
 
     def took(self) -> None:
@@ -201,7 +196,7 @@ class ClusterLink:
             self._event.wait(backoff or self._pause())
             self._event.clear()
             stopping = self._stopping
-            self.pacing.resting, self.pacing.holding = self._resting(), bool(self._held)
+            self._observe()
             if not (backoff or stopping or self._worth_a_trip(self.clock())):
                 continue
             try:
@@ -289,29 +284,18 @@ class ClusterLink:
         return parts, calls, spans
 
     def _parkable(self) -> bool:
-        """Nothing to do until a host is freed elsewhere: a short last lease, nothing
-        out, buffered or held."""
-        return (
-            not self._stopping
-            and self.pacing.retry > 0
-            and not self.inbox
-            and not self._held
-            and self.room() >= self.buffer
-            and not self.unsaid()
-        )
+        busy = bool(self.inbox or self._held or self.unsaid())
+        return self.pacing.parkable(self._stopping, busy, self.room() >= self.buffer)
 
-    def _resting(self) -> bool:
-        """Parkable while the cluster has work that other nodes hold: a host freed
-        leaves a token that wakes this node, and so does the last acknowledgement of
-        the crawl, so its heartbeats and status polls can wait longer (``rest``)."""
-        status = self.status
-        return status is not None and (status.queued > 0 or status.leased > 0) and self._parkable()
+    def _observe(self) -> None:
+        """Tell the pacing whether this node holds leases, and whether it rests."""
+        work = self.status is not None and (self.status.queued + self.status.leased > 0)
+        self.pacing.resting, self.pacing.holding = work and self._parkable(), bool(self._held)
 
     def _round(self) -> None:
         """One look, ONE round trip for the common case (see the module docstring;
         raises ClusterUnavailable, everything kept)."""
         self._say_single()
-        self.pacing.resting, self.pacing.holding = self._resting(), bool(self._held)
         now = self.clock()
         with self._lock:
             taken = {kind: self._take(kind) for kind in BATCHED}

@@ -135,6 +135,13 @@ class Pacing:
     def _poll(self) -> float:
         return max(self.status, self.rest) if self.resting else self.status
 
+    def parkable(self, stopping: bool, busy: bool, room_full: bool) -> bool:
+        """Nothing to do until a host is freed elsewhere: not *stopping*, a short last
+        lease, nothing out, buffered, held or unsaid (*busy*), the downloader's room full.
+        A parkable node *rests* (``resting``, the link's word) while the cluster's work
+        is with other nodes."""
+        return not stopping and self.retry > 0 and not busy and room_full
+
     def park_for(self, now: float, cap: float) -> float:
         """How long a parked round waits on Redis: until the next status poll or the
         host the last lease said is ready first, at most *cap* (0: do not park)."""
