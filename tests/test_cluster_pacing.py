@@ -120,3 +120,6 @@ def test_a_node_holding_leases_lets_its_heartbeat_ride_their_rounds() -> None:
     assert pacing.heartbeat_due(4.0, riding=False)
     pacing.holding = False
     assert pacing.heartbeat_due(2.0, riding=False)
+    # A short lease timeout bounds it: a live node's leases are never reclaimed.
+    assert Pacing(heartbeat=2.0, rest=2.5).patience == 2.5  # FOCUS_CLUSTER_LEASE_TIMEOUT 5
+    assert Pacing(heartbeat=2.0, rest=1.0).patience == 2.0

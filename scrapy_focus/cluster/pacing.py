@@ -81,8 +81,9 @@ class Pacing:
         """How long a message may wait for a round made anyway: twice the heartbeat
         period.  A node keeping a host's turns makes a round at least once a period
         plus a fetch and half a delay (its last kept turn's release), so a message
-        that waited only one period would make a round of its own just before it."""
-        return 2 * self.heartbeat
+        that waited only one period would make a round of its own just before it.
+        Never past half the lease timeout (``rest``): the heartbeat waits as long."""
+        return min(2 * self.heartbeat, max(self.heartbeat, self.rest))
 
     def hold(self, kind: str, release_hold: float, queued: bool, holding: bool) -> float:
         """Seconds a message of *kind* may wait beyond the linger: a release its own
