@@ -140,10 +140,9 @@ class FetchLog:
         return log
 
     def response_received(self, response: Response, request: Any, spider: Any = None) -> None:
+        now = time.monotonic()  # the machine's: several processes' fetches in one order
         line = {"url": response.url, "status": response.status}
-        line["t"] = round(time.monotonic() - self.started, 3)
-        # the machine's monotonic clock, to put several processes' fetches in one order
-        line["m"] = round(time.monotonic(), 4)
+        line["t"], line["m"] = round(now - self.started, 3), round(now, 4)
         self._write(line)
 
     def page_scored(self, response: Response, relevance: float | None) -> None:

@@ -90,8 +90,8 @@ def test_the_harvest_part_puts_the_nodes_fetches_in_one_order_by_the_machines_cl
     assert order == ["a.html", "b.html", "c.html", "d.html"]  # redirects left out
     assert twice == 1  # c.html: node 1 first, then node 0
 
-    run = Run(harvest_2r=0.5, recall_2r=1.0, recall_4r=1.0, fetched_twice=0)
-    half = Run(harvest_2r=0.25, recall_2r=0.5, recall_4r=1.0, fetched_twice=0)
+    run = Run(harvest_2r=0.5, recall_4r=1.0, fetched_twice=0)
+    half = Run(harvest_2r=0.25, recall_4r=1.0, fetched_twice=0)
     topics = [
         HarvestFigures("a", 10, [run, run, half], [half, half, run], [run, run, run]),
         HarvestFigures("b", 30, [run, run, run], [run, run, run], [run, run, run]),

@@ -141,6 +141,16 @@ local function signal()
   if not LEASABLE or redis.call('LLEN', P .. ':wake') > 0 then return end
   redis.call('RPUSH', P .. ':wake', 1)
 end
+-- nothing leased and nothing queued: every node may be done, resting ones included,
+-- so each gets a token
+local function signal_done()
+  if redis.call('HLEN', K_LEASES) > 0 or num(redis.call('HGET', K_COUNTS, 'queued'), 0) > 0 then
+    return
+  end
+  for _ = redis.call('LLEN', P .. ':wake') + 1, redis.call('ZCARD', K_NODES) do
+    redis.call('RPUSH', P .. ':wake', 1)
+  end
+end
 
 -- put host in ready (its best entry first) or waiting (by the time it is ready), or
 -- neither (held, or nothing queued); a host is in ready exactly when it has 'placed'
@@ -280,11 +290,7 @@ for i = A + 2, #ARGV do
 end
 place_all(touched)
 if ARGV[A + 1] == '1' then signal() end
--- the crawl's last lease: every node may be done, resting ones (link.py) included
-if redis.call('HLEN', K_LEASES) == 0 and num(redis.call('HGET', K_COUNTS, 'queued'), 0) <= 0 then
-  local nodes = redis.call('ZCARD', K_NODES)
-  for _ = redis.call('LLEN', P .. ':wake') + 1, nodes do redis.call('RPUSH', P .. ':wake', 1) end
-end
+signal_done()  -- the crawl's last lease
 return gone
 """
 
