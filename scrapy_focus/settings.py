@@ -316,15 +316,15 @@ FOCUS_CLUSTER_REDIS_URL = ""
 FOCUS_CLUSTER_NAME = ""
 #: Every key of a crawl starts with this template (``%(crawl)s``: the crawl's name); the
 #: braces are a Redis Cluster hash tag (one crawl's keys in one slot, for its scripts).
-#: Keys under it (docs/cluster.md has the details): ``:q:<host>`` (a host's queue),
-#: ``:payloads`` (entry -> request as data, never a pickle), ``:seq``, ``:host:<host>``
-#: (delay, concurrency, last request, backoff, held), ``:inflight:<host>``, ``:ready`` /
-#: ``:waiting`` (hosts ready now / by when), ``:seen:<bucket>`` / ``:seen:buckets``,
+#: Keys under it (docs/cluster.md): ``:q:<host>`` (a host's queue), ``:payloads`` (entry -> request
+#: as data, never a pickle), ``:pending`` / ``:entry_seen`` (seen member <-> entry), ``:seq``,
+#: ``:host:<host>`` (delay, concurrency, last request, backoff, held), ``:inflight:<host>``,
+#: ``:ready`` / ``:waiting`` (hosts ready now / by when), ``:seen:<bucket>`` / ``:seen:buckets``,
 #: ``:leases`` / ``:deadlines`` / ``:node:<node>`` (leases out), ``:nodes`` (heartbeats),
-#: ``:counts``, ``:counters`` (fetched, relevant, started), ``:history``
-#: (``<domain>\0<engine>`` -> JSON), ``:breaker``, ``:model`` (the link model's sums),
-#: ``:state``, ``:quarantine`` and ``:quarantine:seams`` (values that are not valid data),
-#: ``:wake`` and ``:wake:<node>`` (tokens that end a parked node's wait).
+#: ``:counts``, ``:counters`` (fetched, relevant, started), ``:history`` (``<domain>\0<engine>`` ->
+#: JSON), ``:breaker``, ``:model`` (the link model's sums), ``:state``, ``:quarantine`` and
+#: ``:quarantine:seams`` (values that are not valid data), ``:wake`` and ``:wake:<node>`` (tokens
+#: that end a parked node's wait).
 FOCUS_CLUSTER_KEY_PREFIX = "focus:{%(crawl)s}"
 #: A node's heartbeat period (and how far ahead it keeps a host's turns); its leases go
 #: back to the frontier when no heartbeat came for FOCUS_CLUSTER_LEASE_TIMEOUT seconds,

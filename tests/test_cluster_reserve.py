@@ -187,8 +187,9 @@ class _Link:
 
 def test_a_reserved_entry_is_not_handed_out_before_its_turn() -> None:
     link = _Link()
-    hosts = NodeHostQueues(link, lambda: 4, lambda: None)  # type: ignore[arg-type]
-    store = NodeStore(link, lambda name: None, "test")  # type: ignore[arg-type]
+    moves: Any = None  # no re-scoring here
+    hosts = NodeHostQueues(link, moves, lambda: 4, lambda: None)  # type: ignore[arg-type]
+    store = NodeStore(link, moves, lambda name: None, "test")  # type: ignore[arg-type]
     link.inbox.append(Leased("h", b"k" * 16, 0, 0.5, b"u1", 1.0, due=101.0))
     assert hosts.pop_ready() is None and store.pop("h") is None
     assert link.wanted == []  # an entry waits in the buffer: no lease asked for
@@ -249,8 +250,8 @@ def test_a_node_times_the_turns_it_keeps_one_at_a_time_a_delay_after_each_end() 
     config = FocusConfig.from_settings(Settings({"DOWNLOAD_DELAY": 0.5})).politeness
     politeness = ClusterPoliteness(config, link, lambda: b"k" * 16)
     politeness.clock = link.clock
-    hosts = NodeHostQueues(link, lambda: 4, lambda: None, politeness.ready_at)
-    store = NodeStore(link, lambda name: None, "test")
+    hosts = NodeHostQueues(link, None, lambda: 4, lambda: None, politeness.ready_at)  # type: ignore[arg-type]
+    store = NodeStore(link, None, lambda name: None, "test")  # type: ignore[arg-type]
     for i, due in enumerate((100.0, 100.5, 101.0)):  # Redis's plan: a delay apart
         link.inbox.append(Leased("h", b"%d" % i * 16, 0, 0.5, b"u%d" % i, due - 100, due=due))
     assert hosts.pop_ready() == "h" and store.pop("h").payload == b"u0"  # type: ignore[union-attr]

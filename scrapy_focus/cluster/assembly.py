@@ -24,6 +24,7 @@ from scrapy_focus.cluster.keys import ClusterKeys
 from scrapy_focus.cluster.link import ClusterLink
 from scrapy_focus.cluster.node import NodeHostQueues, NodeStore
 from scrapy_focus.cluster.politeness import ClusterPoliteness
+from scrapy_focus.cluster.rescoring import FrontierMoves
 from scrapy_focus.frontier.politeness import robots_crawl_delay
 
 if TYPE_CHECKING:
@@ -71,9 +72,15 @@ class ClusterNode:
             config.politeness, self.link, self._taken_key, robots_crawl_delay(crawler)
         )
         where = f"{redacted(cluster.url)} {self.keys.prefix}"
-        self.store = NodeStore(self.link, self._get_state, where, self.politeness.new_host)
+        self.moves = FrontierMoves(self.frontier)  # re-scoring's, riding the link's rounds
+        self.link.riders.add(self.moves)
+        self.store = NodeStore(
+            self.link, self.moves, self._get_state, where, self.politeness.new_host
+        )
         self.store.flush_on_close = cluster.flush_on_close
-        self.hosts = NodeHostQueues(self.link, self._room, self._wake, self.politeness.ready_at)
+        self.hosts = NodeHostQueues(
+            self.link, self.moves, self._room, self._wake, self.politeness.ready_at
+        )
         self._engine_wake: Any = None
         logger.info(
             "Cluster mode: crawl %r on %s (from %s) as node %s",

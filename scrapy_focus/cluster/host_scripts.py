@@ -69,8 +69,7 @@ for i = A + 2, #ARGV, 2 do
   if redis.call('ZREM', qkey(host), old) == 1 then
     local new = new_key(ARGV[i + 1])
     redis.call('ZADD', qkey(host), 0, new)
-    redis.call('HSET', K_PAYLOADS, new, redis.call('HGET', K_PAYLOADS, old) or '')
-    redis.call('HDEL', K_PAYLOADS, old)
+    move_entry(old, new)
     out[#out + 1] = new
   else
     out[#out + 1] = false

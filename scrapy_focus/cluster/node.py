@@ -7,7 +7,10 @@ its code and calls the same seams; these take the local ones' place:
   ``push`` hands the entry to the :class:`~.link.ClusterLink`, where the seen
   check and the enqueue are one atomic step in Redis; ``seen_add`` is a local
   first filter (a bounded memory of fingerprints this node offered), so a link
-  repeated on every page costs one Redis check per node, not one per page.
+  repeated on every page costs one Redis check per node, not one per page; it
+  remembers where each link was queued as far as this node knows, which
+  ``pending_key`` gives, and ``replace`` raises the entry in Redis while it is
+  queued (:mod:`.rescoring`).
   ``pop`` takes the next entry Redis leased to this node; ``ack`` and
   ``requeue`` are messages.  ``len()`` stays above zero until the link saw the
   whole cluster idle (nothing queued, nothing leased) twice.
@@ -16,9 +19,11 @@ its code and calls the same seams; these take the local ones' place:
   script), so it only hands out the leased entries in the order they came, and
   asks the link for as many as the downloader has room for.
 
-What stays per node: re-scoring of queued entries (they are in Redis, best-first
-by the score they were pushed with), the crawler-trap variant counts, and the
-seen filter's memory.  The link model and the counters are shared through
+Re-scoring reads a window of the best queued entries from Redis with a round and
+moves them with another (:mod:`.rescoring`); the keys this store gives the
+:class:`~scrapy_focus.frontier.rescoring.Rescorer` are Redis's, behind a host id
+of 0, so they decode as local keys do.  What stays per node: the crawler-trap
+variant counts and the seen filter's memory.  The link model and the counters are shared through
 their own seams (:mod:`scrapy_focus.cluster`), so this store neither saves nor
 restores them.
 """
@@ -31,14 +36,26 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy_focus.cluster.entries import Leased, Push
-from scrapy_focus.frontier.entries import Entry
+from scrapy_focus.frontier.entries import HOST_ID, RANK, Entry, encode_key
 
 if TYPE_CHECKING:
     from scrapy_focus.cluster.link import ClusterLink
+    from scrapy_focus.cluster.rescoring import FrontierMoves, Window
 
 SEEN_MEMORY = 200_000  # fingerprints a node remembers offering (its local filter)
 SHARED_STATE = ("link_model", "counters")  # kept by their own shared seams
 _NO_KEY = b""
+_NO_HOST = HOST_ID.pack(0)  # before a Redis key: a key as the local store makes them
+
+
+def _place(priority: int, score: float) -> bytes:
+    """A key saying only where an entry of *priority* and *score* sorts."""
+    return encode_key(0, priority, score, 0)
+
+
+def _rank(key: bytes) -> bytes:
+    """The rank of a key as the local store makes them (the cluster's keys begin so)."""
+    return key[len(_NO_HOST) : len(_NO_HOST) + RANK.size]
 
 
 class NodeStore:
@@ -47,15 +64,19 @@ class NodeStore:
     def __init__(
         self,
         link: ClusterLink,
+        moves: FrontierMoves,
         get_state: Callable[[str], bytes | None],
         path: str,
         new_host: Callable[[str], None] = lambda host: None,
     ) -> None:
         self.link = link
+        self.moves = moves
         self._get_state = get_state
         self.path = path
         self._new_host = new_host
-        self._offered: collections.OrderedDict[bytes, None] = collections.OrderedDict()
+        # fingerprint -> where it was queued as far as this node knows (None: not
+        # queued by it, or taken)
+        self._offered: collections.OrderedDict[bytes, bytes | None] = collections.OrderedDict()
         self._hosts_seen: set[str] = set()
         self._variants: dict[str, set[str]] = {}
         self.last_taken = _NO_KEY  # the key of the entry pop() gave last
@@ -79,10 +100,15 @@ class NodeStore:
         if fingerprint in offered:
             offered.move_to_end(fingerprint)
             return False
-        offered[fingerprint] = None
+        self._remember(fingerprint, None)
+        return True
+
+    def _remember(self, fingerprint: bytes, place: bytes | None) -> None:
+        offered = self._offered
+        offered[fingerprint] = place
+        offered.move_to_end(fingerprint)
         if len(offered) > SEEN_MEMORY:
             offered.popitem(last=False)
-        return True
 
     def push(
         self,
@@ -97,18 +123,38 @@ class NodeStore:
             self._hosts_seen.add(host)
             self._new_host(host)  # its politeness first: messages are said in order
         self.link.send("push", Push(fingerprint, host, priority, score, payload, filtered))
-        return _NO_KEY
+        return _place(priority, score)
 
     def seen_pending(self, fingerprint: bytes, key: bytes) -> None:
-        return None  # rediscovery moves no entry in a cluster (see the module docstring)
+        if fingerprint:
+            self._remember(fingerprint, key or None)
 
     def pending_key(self, fingerprint: bytes) -> bytes | None:
-        return None
+        """Where this node last queued or raised *fingerprint*'s entry, unless a raise
+        found it no longer queued (taken since by any node: the next raise finds out)."""
+        gone, offered = self.moves.gone, self._offered
+        while gone:
+            taken = gone.popleft()
+            if offered.get(taken) is not None:
+                offered[taken] = None
+        return offered.get(fingerprint)
 
     def replace(
-        self, old_key: bytes, host: str, priority: int, score: float, payload: bytes
+        self,
+        old_key: bytes,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
     ) -> tuple[bytes, bytes] | None:
-        return None
+        """The entry raised in Redis with the next round, if it is still queued there
+        and below *score* (its payload is Redis's: none to give back here)."""
+        if not fingerprint:
+            return None
+        place = _place(priority, score)
+        self.moves.raise_entry(fingerprint, host, _rank(place), payload)
+        return place, b""
 
     # -- taking
 
@@ -141,13 +187,15 @@ class NodeStore:
     def count_host(self, host: str) -> int:
         return sum(1 for leased in tuple(self.link.inbox) if leased.host == host)
 
-    # -- re-scoring (per node: see the module docstring)
+    # -- re-scoring (see the module docstring)
 
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]:
-        return []
+        return []  # read a round ahead: NodeHostQueues.rescore_window
 
-    def rekey(self, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]) -> None:
-        return None
+    def rekey(
+        self, host: str, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]
+    ) -> None:
+        self.moves.rekey(host, [(old[len(_NO_HOST) :], _rank(new)) for old, new in changes])
 
     def next_seq(self) -> int:
         return 0
@@ -186,11 +234,13 @@ class NodeHostQueues:
     def __init__(
         self,
         link: ClusterLink,
+        moves: FrontierMoves,
         room: Callable[[], int],
         wake: Callable[[], None],
         ready_at: Callable[[str], float] = lambda host: -math.inf,
     ) -> None:
         self.link = link
+        self.moves = moves
         self._room = room
         self._wake = wake
         self._ready_at = ready_at  # the turns this node keeps (cluster/politeness.py)
@@ -198,6 +248,15 @@ class NodeHostQueues:
         self.best: dict[str, bytes | None] = {}  # no local ranking to re-score
         self.held: dict[str, int] = {}
         self.held_total = 0
+
+    def rescore_window(self, size: int) -> Window | None:
+        """The window Redis gave since the last call (its keys as the local store's),
+        or None: then it is asked for, with the next round."""
+        window = self.moves.window(size)
+        if window is None:
+            return None
+        return {host: [(_NO_HOST + key, payload) for key, payload in entries]
+                for host, entries in window.items()}  # fmt: skip
 
     def place(self, host: str) -> None:
         return None

@@ -12,7 +12,9 @@ The contract of a rider (each method is called on the link's thread only, so a
 rider locks what it shares with the reactor):
 
 * ``calls(now)`` returns the Redis commands to send now, each a tuple
-  ``(command, *arguments)`` (a script as ``EVALSHA``); empty: nothing to say.
+  ``(command, *arguments)`` (a script as ``EVALSHA``), or a
+  :class:`~.entries.Call` of the frontier's scripts (by name: loaded again after a
+  NOSCRIPT in the same round); empty: nothing to say.
   What the commands carry is taken out of the rider's pending state;
 * then exactly one of ``answered(replies)`` (a reply, or the exception Redis
   raised, per command, in order) or ``failed(error)`` (Redis did not answer:
@@ -39,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 
 class Rider(Protocol):
-    def calls(self, now: float) -> list[tuple[Any, ...]]: ...
+    def calls(self, now: float) -> list[tuple[Any, ...] | Call]: ...
 
     def answered(self, replies: list[Any]) -> None: ...
 
@@ -105,7 +107,10 @@ class Riders:
                 logger.exception("Cluster: %r failed to say what it has", rider)
                 continue
             if commands:
-                calls += [Call("", list(command), _raw) for command in commands]
+                calls += [
+                    command if isinstance(command, Call) else Call("", list(command), _raw)
+                    for command in commands
+                ]
                 spans.append((rider, len(commands)))
         return calls, spans
 

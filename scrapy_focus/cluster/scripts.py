@@ -27,7 +27,7 @@ from typing import Any
 
 FIXED_KEYS = (
     "seq", "payloads", "ready", "waiting", "leases", "deadlines", "nodes", "counts",
-    "quarantine", "seen:buckets",
+    "quarantine", "seen:buckets", "pending", "entry_seen",
 )  # fmt: skip
 COMMON_ARGS = (
     "prefix", "node", "in_flight_timeout", "lease_timeout", "lease_deadline",
@@ -43,6 +43,7 @@ local A = 8
 local K_SEQ, K_PAYLOADS, K_READY, K_WAITING = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_LEASES, K_DEADLINES, K_NODES, K_COUNTS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_QUARANTINE, K_BUCKETS = KEYS[9], KEYS[10]
+local K_PENDING, K_ENTRY_SEEN = KEYS[11], KEYS[12]
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) + tonumber(clock[2]) / 1e6
 local NEVER = -math.huge
@@ -63,6 +64,40 @@ local function be64(n)
     math.floor(lo / 256) % 256, lo % 256)
 end
 local function new_key(rank) return rank .. be64(redis.call('INCR', K_SEQ)) end
+-- *a* sorts before *b* byte-wise, as a sorted set orders its members (Lua's own
+-- string order follows the locale)
+local function precedes(a, b)
+  for j = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, j), string.byte(b, j)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- an entry's seen member (its fingerprint's, seen.py) and the member's entry, from
+-- push to acknowledgement, so a link found again can move its entry up (rescoring.py)
+local function index(key, member)
+  redis.call('HSET', K_ENTRY_SEEN, key, member)
+  redis.call('HSET', K_PENDING, member, key)
+end
+local function unindex(key)
+  local member = redis.call('HGET', K_ENTRY_SEEN, key)
+  if not member then return end
+  redis.call('HDEL', K_ENTRY_SEEN, key)
+  if redis.call('HGET', K_PENDING, member) == key then redis.call('HDEL', K_PENDING, member) end
+end
+-- an entry under a new key, with *payload* (nil: its own)
+local function move_entry(old, new, payload)
+  redis.call('HSET', K_PAYLOADS, new, payload or redis.call('HGET', K_PAYLOADS, old) or '')
+  redis.call('HDEL', K_PAYLOADS, old)
+  local member = redis.call('HGET', K_ENTRY_SEEN, old)
+  if not member then return end
+  redis.call('HDEL', K_ENTRY_SEEN, old)
+  redis.call('HSET', K_ENTRY_SEEN, new, member)
+  if redis.call('HGET', K_PENDING, member) == old then
+    redis.call('HSET', K_PENDING, member, new)
+  end
+end
 
 -- a lease record: node, host, dispatch time, the host's last before the lease
 local function split(rec)
@@ -232,6 +267,7 @@ for i = A + 3, #ARGV, 8 do
     local key = new_key(ARGV[i + 3])
     redis.call('ZADD', qkey(host), 0, key)
     redis.call('HSET', K_PAYLOADS, key, ARGV[i + 4])
+    index(key, ARGV[i])
     count(host, 1)
     if redis.call('ZRANGE', qkey(host), 0, 0)[1] == key then touched[host] = true end
     out[#out + 1] = 1
@@ -285,6 +321,7 @@ for i = A + 2, #ARGV do
   else
     drop_lease(key, node)
     redis.call('HDEL', K_PAYLOADS, key)
+    unindex(key)
     if redis.call('ZREM', fkey(host), key) == 1 then touched[host] = true end
   end
 end
@@ -298,13 +335,14 @@ return gone
 def register(client: Any) -> dict[str, Any]:
     """Every script of the frontier registered on *client* (EVALSHA, reloaded after a
     NOSCRIPT), by name."""
-    from scrapy_focus.cluster import host_scripts, lease_returns, leasing
+    from scrapy_focus.cluster import host_scripts, lease_returns, leasing, rescoring
 
     bodies = {name: globals()[name] for name in ("PUSH", "RELEASE", "ACK")}
     for module, names in (
         (leasing, ("LEASE",)),
         (lease_returns, ("QUARANTINE", "REQUEUE", "RECLAIM", "UNLEASE")),
         (host_scripts, ("BACKOFF", "HOLD", "POLICY", "ITER", "REKEY", "STATUS", "MINE")),
+        (rescoring, ("RAISE", "TOP")),
     ):
         bodies.update({name: getattr(module, name) for name in names})
     return {name: client.register_script(LIB + body) for name, body in bodies.items()}

@@ -60,6 +60,12 @@ class HostQueues:
         self.held_total = 0
         self._wake_call: Any = None
 
+    def rescore_window(self, size: int) -> dict[str, list[tuple[bytes, bytes]]]:
+        """The best queued ``(key, payload)`` of each host, *size* shared out between
+        them, to score again (:mod:`~scrapy_focus.frontier.rescoring`)."""
+        per_host = max(1, size // max(1, len(self.best)))
+        return {host: self.store.iter_host(host, per_host) for host in list(self.best)}
+
     def place(self, host: str) -> None:
         """(Re-)place *host* in the ready or the waiting heap by its best entry."""
         gen = self._gen.get(host, 0) + 1

@@ -4,8 +4,9 @@ Three moves, each keeping the entry's fingerprint pointed at its new key:
 
 * :meth:`Rescorer.drifted`: once the link model's estimates moved by
   ``FOCUS_RESCORE_DRIFT`` since the last pass, the best
-  ``FOCUS_RESCORE_WINDOW`` entries (shared out between the hosts) are scored
-  again and those whose score changed move;
+  ``FOCUS_RESCORE_WINDOW`` entries (shared out between the hosts, the host
+  queues' :meth:`rescore_window`) are scored again and those whose score
+  changed move;
 * :meth:`Rescorer.taken`: an entry just taken is scored with the current model;
   if it fell below its host's next entry it goes back, to be taken later;
 * :meth:`Rescorer.rediscovered`: a link to a page still queued, found again in
@@ -14,7 +15,8 @@ Three moves, each keeping the entry's fingerprint pointed at its new key:
   context; an entry never moves down this way.
 
 Only links found on a page (with a parent) and of the default priority move:
-a request's own ``priority`` says where the user wants it.
+a request's own ``priority`` says where the user wants it.  A cluster node does
+the same through its store and host queues (:mod:`scrapy_focus.cluster.rescoring`).
 """
 
 from __future__ import annotations
@@ -70,19 +72,21 @@ class Rescorer:
     def drifted(self, scorer: LinkScorer) -> None:
         if scorer.model.drift - self._drift_mark < self.config.rescore_drift:
             return
+        window = self.hosts.rescore_window(self.config.rescore_window)
+        if window is None:
+            return  # a cluster node asked Redis for it: scored when it comes
         self._drift_mark = scorer.model.drift
-        changed = 0
-        per_host = max(1, self.config.rescore_window // max(1, len(self.hosts.best)))
-        for host in list(self.hosts.best):
-            changed += self._rescore_host(scorer, host, per_host)
+        changed = sum(self._rescore_host(scorer, host, entries) for host, entries in window.items())
         self.stats.inc_value("focus/frontier/rescored", changed)
 
-    def _rescore_host(self, scorer: LinkScorer, host: str, limit: int) -> int:
+    def _rescore_host(
+        self, scorer: LinkScorer, host: str, entries: list[tuple[bytes, bytes]]
+    ) -> int:
         store = self.store
         moves: list[tuple[bytes, bytes]] = []
         payloads: dict[bytes, bytes] = {}
         moved: list[tuple[dict[str, Any], bytes]] = []
-        for key, payload in store.iter_host(host, limit):
+        for key, payload in entries:
             data = self.codec.load(payload)
             state = _scorable_state(data)
             _, priority, old_score, _ = decode_key(key)
@@ -95,7 +99,7 @@ class Rescorer:
                 payloads[key] = payload
                 moved.append((data, new_key))
         if moves:
-            store.rekey(moves, payloads)
+            store.rekey(host, moves, payloads)
             for data, new_key in moved:
                 store.seen_pending(self._fingerprint_of(data), new_key)
             self.hosts.place(host)
@@ -142,7 +146,7 @@ class Rescorer:
             return
         state.link.score = score  # type: ignore[union-attr]  # a link found on a page
         payload = self.codec.encode(request, fingerprint)
-        replaced = store.replace(old_key, host, request.priority, score, payload)
+        replaced = store.replace(old_key, host, request.priority, score, payload, fingerprint)
         if replaced is None:
             return
         key, old_payload = replaced

@@ -46,12 +46,14 @@ class FrontierStore(Protocol):
       back with a new score and drops its lease.
     * ``seen_add(fingerprint)`` is True the first time a fingerprint is
       offered, ever; ``seen_pending(fingerprint, key)`` notes where its entry
-      is queued, ``pending_key(fingerprint)`` finds it while it still is, and
-      ``replace(key, host, priority, score, payload)`` moves that entry
-      (None when it is no longer queued).
+      is queued, ``pending_key(fingerprint)`` finds it while it still is (a
+      shared store: while it may still be), and ``replace(key, host, priority,
+      score, payload, fingerprint)`` moves that entry (None when it is no
+      longer queued; a shared store moves it in its own time, and only while
+      it is queued).
     * Re-scoring: ``iter_host(host, limit)`` gives the host's best
-      ``(key, payload)`` pairs, ``rekey(moves, payloads)`` moves entries to
-      new keys at once (``encode_key(host_id(host), priority, score,
+      ``(key, payload)`` pairs, ``rekey(host, moves, payloads)`` moves entries
+      to new keys at once (``encode_key(host_id(host), priority, score,
       next_seq())``).
     * ``variant_add(group, variant, limit)`` counts distinct variants per
       group and is False past *limit*; ``get_state``/``put_state`` keep small
@@ -84,10 +86,18 @@ class FrontierStore(Protocol):
     def seen_pending(self, fingerprint: bytes, key: bytes) -> None: ...
     def pending_key(self, fingerprint: bytes) -> bytes | None: ...
     def replace(
-        self, old_key: bytes, host: str, priority: int, score: float, payload: bytes
+        self,
+        old_key: bytes,
+        host: str,
+        priority: int,
+        score: float,
+        payload: bytes,
+        fingerprint: bytes = b"",
     ) -> tuple[bytes, bytes] | None: ...
     def iter_host(self, host: str, limit: int) -> list[tuple[bytes, bytes]]: ...
-    def rekey(self, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]) -> None: ...
+    def rekey(
+        self, host: str, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]
+    ) -> None: ...
     def next_seq(self) -> int: ...
     def host_id(self, host: str) -> int: ...
     def count_host(self, host: str) -> int: ...

@@ -3,8 +3,7 @@
 With ``JOBDIR`` the store lives in ``<JOBDIR>/focus-frontier`` and survives the
 process (SIGKILL included); without, in a temporary directory removed at close
 (or, after a SIGKILL, by the next crawl that starts: the name holds its pid).
-One mechanism either way, so a crawl of ten million pending URLs needs no
-more memory than one of ten.
+One mechanism either way: ten million pending URLs need no more memory than ten.
 
 It implements :class:`~scrapy_focus.frontier.seams.FrontierStore` (the
 contract the scheduler relies on: push, lease, ack, seen, rescore), with keys
@@ -303,8 +302,9 @@ class LmdbFrontierStore:
         return bytes(key)
 
     def replace(
-        self, old_key: bytes, host: str, priority: int, score: float, payload: bytes
-    ) -> tuple[bytes, bytes] | None:
+        self, old_key: bytes, host: str, priority: int, score: float, payload: bytes,
+        fingerprint: bytes = b"",
+    ) -> tuple[bytes, bytes] | None:  # fmt: skip
         """Move a queued entry to a new place with a new payload: (new key, old payload),
         or None if *old_key* is no longer queued."""
         txn = self._txn_now()
@@ -381,8 +381,10 @@ class LmdbFrontierStore:
             found.append((key, value))
         return found
 
-    def rekey(self, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]) -> None:
-        """Move entries from old keys to new keys, atomically."""
+    def rekey(
+        self, host: str, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]
+    ) -> None:
+        """Move entries of *host* from old keys to new keys, atomically."""
         txn = self._txn_now()
         for old, new in changes:
             txn.delete(old, db=self._queue)
