@@ -326,3 +326,17 @@ def test_the_crawls_last_acknowledgement_wakes_every_node(redis_server: RedisSer
     parking = Parking(b)
     assert b.run([b.lease_call(4, 0.0, park=True), parking.call(5)])[1] is True
     assert b.status().leased == 0 and b.status().queued == 0
+
+
+def test_a_last_lease_quarantined_wakes_every_node_too(redis_server: RedisServer) -> None:
+    """The crawl's last lease may end in the quarantine (its entry is not data): that
+    ends it as an acknowledgement does, so resting nodes hear of it as well."""
+    a, b = make(redis_server, "a"), make(redis_server, "b")
+    a.push([item("u1")])
+    b.heartbeat()
+    (entry,) = a.lease(4).entries
+    wake = a.keys.key("wake")
+    a.client.delete(wake)
+    assert a.read(entry) is None  # b"u1" is not a request as data: quarantined
+    assert a.client.llen(wake) == 2  # a and b
+    assert (a.status().leased, a.status().queued) == (0, 0)

@@ -23,6 +23,7 @@ unindex(key)
 redis.call('ZREM', fkey(host), key)
 place(host)
 signal()
+signal_done()  -- the crawl's last lease, as ACK's
 return 1
 """
 
