@@ -7,6 +7,7 @@ for its commands and sent through the frontier's pipeline, as ``ClusterLink`` do
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,21 @@ def test_a_raise_moves_a_queued_entry_up_with_its_new_payload_whichever_node_pus
     assert ride(b, moves) == 1  # one script call for the three
     assert b.stats["focus/cluster/raised"] == 1 and not moves.gone
     assert urls(a.lease(10).entries) == ["u1 from a better page", "u2", "u3"]
+
+
+def test_a_link_another_node_queued_lower_moves_up_when_pushed_again(
+    redis_server: RedisServer,
+) -> None:
+    """The push of a link seen before is the raise of what another node queued: the
+    node that finds it again did not offer it, so only Redis knows it is queued."""
+    a, b = make(redis_server, "a"), make(redis_server, "b")
+    a.push([item("u1", score=0.2), item("u2", score=0.5)])
+    better = replace(item("u1", score=0.9), payload=b"u1 from b's better page")
+    assert b.push([better, item("u2", score=0.1)]) == [False, False]
+    assert b.stats["focus/cluster/raised"] == 1 and b.stats["focus/cluster/seen"] == 2
+    assert urls(a.lease(10).entries) == ["u1 from b's better page", "u2"]
+    assert b.push([item("u1", score=1.0)]) == [False]  # leased now: stays as it is
+    assert b.stats["focus/cluster/raised"] == 1
 
 
 def test_a_raise_of_an_entry_taken_says_so_and_the_index_lives_from_push_to_ack(

@@ -149,9 +149,10 @@ class RedisFrontier(Quarantine):
     @unavailable
     def push(self, items: Sequence[Push]) -> list[bool]:
         """Queue each item unless its fingerprint was seen: True = queued, False = seen
-        before (not queued).  Seeing and queueing are one atomic step.  An item that
-        is not ``filtered`` (a retry, a ``dont_filter`` request) is queued anyway, and
-        its fingerprint marked seen."""
+        before (not queued; moved up with this payload when it is still queued below
+        this score).  Seeing and queueing are one atomic step.  An item that is not
+        ``filtered`` (a retry, a ``dont_filter`` request) is queued anyway, and its
+        fingerprint marked seen."""
         return self._one(self.push_call(items)) if items else []
 
     def push_call(self, items: Sequence[Push], alone: bool = True) -> Call:
@@ -179,9 +180,10 @@ class RedisFrontier(Quarantine):
         return Call("PUSH", args, self._pushed)
 
     def _pushed(self, raw: Any) -> list[bool]:
-        added = [bool(flag) for flag in raw]
+        added = [flag == 1 for flag in raw]
         self.stats["focus/cluster/pushed"] += sum(added)
         self.stats["focus/cluster/seen"] += len(added) - sum(added)
+        self.stats["focus/cluster/raised"] += sum(flag == 2 for flag in raw)
         return added
 
     @unavailable

@@ -11,7 +11,9 @@ without the reactor ever waiting on Redis:
   the member's entry (``pending``, ``entry_seen``), from its push to its
   acknowledgement, so the script finds the entry whichever node pushed it, moves it
   only while it is still queued and only up, and says when it was not queued any
-  more (leased, done): the node then forgets that score and scores that link no more;
+  more (leased, done): the node then forgets that score and scores that link no more.
+  A link this node never offered goes to Redis as a push, which raises the entry
+  another node queued the same way (``PUSH``, :mod:`~.scripts`);
 * **re-scoring** a window of the best queued entries when the link model has drifted:
   the node asks Redis for them (:data:`TOP`, the window shared out between the hosts
   with entries queued, ready ones first), scores them when they arrive with a later
@@ -46,21 +48,8 @@ MAX_RAISES = 512  # raises one round carries at most (the rest ride the next)
 RAISE = r"""
 local out, touched = {}, {}
 for i = A + 1, #ARGV, 4 do
-  local host, rank = ARGV[i + 1], ARGV[i + 2]
-  local old = redis.call('HGET', K_PENDING, ARGV[i])
-  if not old or not redis.call('ZSCORE', qkey(host), old) then
-    out[#out + 1] = -1
-  elseif string.sub(old, 1, 4) ~= string.sub(rank, 1, 4)
-      or not precedes(rank, string.sub(old, 1, 8)) then
-    out[#out + 1] = 0
-  else
-    local new = new_key(rank)
-    redis.call('ZREM', qkey(host), old)
-    redis.call('ZADD', qkey(host), 0, new)
-    move_entry(old, new, ARGV[i + 3])
-    touched[host] = true
-    out[#out + 1] = 1
-  end
+  out[#out + 1] = raise(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+  if out[#out] == 1 then touched[ARGV[i + 1]] = true end
 end
 place_all(touched)
 return out

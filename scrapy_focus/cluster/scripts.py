@@ -98,6 +98,20 @@ local function move_entry(old, new, payload)
     redis.call('HSET', K_PENDING, member, new)
   end
 end
+-- the queued entry of seen *member* moved up to *rank* with *payload*: 1, or 0 when it
+-- is queued at or above that rank or with another priority, -1 when it is not queued
+-- (leased, done, or pushed before this index existed); its host is to be placed
+local function raise(member, host, rank, payload)
+  local old = redis.call('HGET', K_PENDING, member)
+  if not old or not redis.call('ZSCORE', qkey(host), old) then return -1 end
+  if string.sub(old, 1, 4) ~= string.sub(rank, 1, 4) or not precedes(rank, string.sub(old, 1, 8))
+  then return 0 end
+  local new = new_key(rank)
+  redis.call('ZREM', qkey(host), old)
+  redis.call('ZADD', qkey(host), 0, new)
+  move_entry(old, new, payload)
+  return 1
+end
 
 -- a lease record: node, host, dispatch time, the host's last before the lease
 local function split(rec)
@@ -250,8 +264,9 @@ local function place_all(hosts) for host in pairs(hosts) do place(host) end end
 
 # ARGV after the common ones: the seen set's bucket count, alone (as RELEASE's), then
 # per item member, bucket source, host, rank, payload, delay, concurrency, force (1:
-# queued even if seen).  Returns 1 (queued) or 0 (seen
-# before) per item.
+# queued even if seen).  Returns per item 1 (queued), 0 (seen before) or 2 (seen
+# before and still queued below this rank: moved up with this payload, as a link
+# found again on the node that queued it is, rescoring.py).
 PUSH = r"""
 local buckets = tonumber(redis.call('GET', K_BUCKETS) or '')
 if not buckets or buckets < 1 then
@@ -271,6 +286,9 @@ for i = A + 3, #ARGV, 8 do
     count(host, 1)
     if redis.call('ZRANGE', qkey(host), 0, 0)[1] == key then touched[host] = true end
     out[#out + 1] = 1
+  elseif raise(ARGV[i], host, ARGV[i + 3], ARGV[i + 4]) == 1 then
+    touched[host] = true
+    out[#out + 1] = 2
   else
     out[#out + 1] = 0
   end
