@@ -17,6 +17,14 @@ more requests before their pages are read sends them with less evidence; so one 
 with twice the concurrency (``CONCURRENT_REQUESTS`` and ``..._PER_DOMAIN``) is
 measured too, which tells the cost of the parallelism from the cost of the cluster.
 
+Both nodes run on this one machine, and a node reads ahead of its extraction by as
+many pages as it has extraction workers (``FOCUS_MAX_UNPROCESSED``, by default
+``FOCUS_EXTRACT_WORKERS``, by default one per core): two nodes each with a worker per
+core read twice as far ahead as one node on the same cores, which two machines would
+not.  So the two nodes are measured as two machines of half this one would run them
+(``FOCUS_EXTRACT_WORKERS`` = cores / 2 each), and as they run here by default (a
+worker per core each: the machine's cores shared by twice as many workers).
+
 A focused crawl's order depends on which responses come back first, so one run of
 each is not a comparison (a topic's harvest at 2R is a count of a dozen pages or
 two); the figures are medians over the runs, and the goal is read on the sum over
@@ -28,9 +36,10 @@ the topics of the medians.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench_harvest import CONCURRENCY, CRAWL_TIMEOUT, HERE, harvest_at, ordering_command, recall_at
@@ -58,6 +67,8 @@ class HarvestFigures:
     one_node: list[Run]
     two_nodes: list[Run]
     one_node_doubled: list[Run]  # one node, twice the concurrency: as many in flight
+    # two nodes with a worker per core each: this machine's cores oversubscribed
+    two_nodes_oversubscribed: list[Run] = field(default_factory=list)
 
     @staticmethod
     def median(runs: list[Run], field: str) -> float:
@@ -120,15 +131,16 @@ def harvest_on_nodes(
     install_packages(missing_packages(specs))
     doubled = [f"CONCURRENT_REQUESTS={2 * CONCURRENCY}",
                f"CONCURRENT_REQUESTS_PER_DOMAIN={2 * CONCURRENCY}"]  # fmt: skip
+    half_machine = [f"FOCUS_EXTRACT_WORKERS={max(1, (os.cpu_count() or 2) // 2)}"]
     results = []
     with Farm(specs) as farm:
         for spec in specs:
             relevant = spec.relevant()
             size = len(relevant)
-            measured: dict[str, list[Run]] = {"1": [], "2": [], "1x2": []}
+            measured: dict[str, list[Run]] = {"1": [], "2": [], "2x": [], "1x2": []}
             for run in range(runs):
                 for kind in measured:
-                    nodes = 2 if kind == "2" else 1
+                    nodes = 2 if kind.startswith("2") else 1
                     folder = workdir / f"harvest-{spec.name}-{kind}-{run}"
                     commands = []
                     for index in range(nodes):
@@ -136,9 +148,10 @@ def harvest_on_nodes(
                         log = folder / f"node-{index}" / "fetches.jsonl"
                         # One node is a crawl of its own, no Redis: what a cluster is against.
                         extra = [f"FOCUS_CLUSTER_REDIS_URL={redis_url}",
-                                 f"FOCUS_CLUSTER_NAME=harvest-{spec.name}-{run}",
+                                 f"FOCUS_CLUSTER_NAME=harvest-{spec.name}-{kind}-{run}",
                                  f"FOCUS_NODE_NAME=node-{index}"] if nodes > 1 else []  # fmt: skip
                         extra += doubled if kind == "1x2" else []
+                        extra += half_machine if kind == "2" else []
                         commands.append(ordering_command(spec, "focus", farm, 4 * size, log, extra))
                     order, twice = fetch_order(farm, _crawl(folder, commands))
                     measured[kind].append(
@@ -149,6 +162,8 @@ def harvest_on_nodes(
                         )
                     )
             results.append(
-                HarvestFigures(spec.name, size, measured["1"], measured["2"], measured["1x2"])
+                HarvestFigures(
+                    spec.name, size, measured["1"], measured["2"], measured["1x2"], measured["2x"]
+                )
             )
     return results

@@ -45,8 +45,12 @@ redis_url="redis://127.0.0.1:$redis_port/0"
 start_url="http://127.0.0.1:$docs_port/"
 echo "redis at $redis_url, serving $docs_dir at $start_url, $nodes nodes in $work"
 
+# The nodes share this machine's cores: a worker per core each would oversubscribe them,
+# and a node reads ahead of its extraction by as many pages as it has workers.
+workers=$(( $(nproc) / nodes ))
 options=(
     --seed "$start_url"
+    -s "FOCUS_EXTRACT_WORKERS=$(( workers > 0 ? workers : 1 ))"
     -s DOWNLOAD_DELAY=0
     -s AUTOTHROTTLE_ENABLED=False
     -s CONCURRENT_REQUESTS_PER_DOMAIN=2

@@ -179,3 +179,21 @@ def test_a_node_scheduler_raises_a_page_found_again_on_a_relevant_page(
         assert scheduler.crawler.stats.get_value("focus/frontier/raised") == 1
         rest = other.lease(10).entries
         assert len(rest) == 5 and not any(b"/sched.html" in e.payload for e in rest)
+
+
+def test_an_entry_of_the_window_that_is_not_data_reads_as_none_not_an_error() -> None:
+    """The window comes from Redis, which anyone who reaches it can write: its entries
+    are read as data, and one that is not is left where it is (the lease of its turn
+    quarantines it)."""
+    import pickle
+
+    from scrapy.settings import Settings
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_focus.config import FocusConfig
+    from scrapy_focus.frontier.codec import RequestCodec
+
+    config = FocusConfig.from_settings(Settings()).frontier
+    codec = RequestCodec(None, get_crawler().stats, config)
+    for payload in (b"", b"garbage", b"\x80\x05not a pickle at all", pickle.dumps(1)):
+        assert codec.load(payload) is None

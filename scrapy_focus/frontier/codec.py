@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from scrapy_focus.frontier.payload import UnsafePayload, dump_entry, load_entry, to_request
+from scrapy_focus.frontier.payload import dump_entry, load_entry, to_request
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -121,8 +121,10 @@ class RequestCodec:
             return None
         try:
             return load_entry(payload)
-        except UnsafePayload:
-            return None  # unreadable: dropped when its host's turn comes
+        # A shared store's entries are anyone's bytes: a truncated or foreign one
+        # raises what the unpickler meets first.
+        except Exception:
+            return None  # unreadable: dropped (quarantined) when its host's turn comes
 
     def fingerprint_of(self, data: dict[str, Any], fingerprint: Any) -> bytes:
         """The fingerprint of a stored request's dict (*fingerprint*: of a request)."""
