@@ -6,18 +6,25 @@ for its commands and sent through the frontier's pipeline, as ``ClusterLink`` do
 
 from __future__ import annotations
 
+import pickle
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
 from harness.redis_server import RedisServer
+from scrapy_focus.cluster import seen
 from scrapy_focus.cluster.frontier import RedisFrontier, Release
 from scrapy_focus.cluster.node import NodeHostQueues, NodeStore
 from scrapy_focus.cluster.rescoring import FrontierMoves
 from scrapy_focus.cluster.riders import Riders
+from scrapy_focus.config import FocusConfig
 from scrapy_focus.frontier.admission import queue_host
-from scrapy_focus.frontier.entries import decode_key, encode_rank
+from scrapy_focus.frontier.codec import RequestCodec
+from scrapy_focus.frontier.entries import decode_key, encode_key, encode_rank
 from tests.test_cluster_frontier import fp, item, make, urls
 from tests.test_frontier_rediscovery import SITE, link, open_scheduler
 
@@ -92,8 +99,6 @@ def test_a_raise_of_an_entry_taken_says_so_and_the_index_lives_from_push_to_ack(
 
 
 def _member(url: str) -> int:
-    from scrapy_focus.cluster import seen
-
     return seen.member(fp(url))
 
 
@@ -125,8 +130,6 @@ def test_the_window_is_read_with_a_round_and_rekeyed_with_the_next(
 
 
 def _key(priority: int, score: float) -> bytes:
-    from scrapy_focus.frontier.entries import encode_key
-
     return encode_key(0, priority, score, 0)
 
 
@@ -185,14 +188,6 @@ def test_an_entry_of_the_window_that_is_not_data_reads_as_none_not_an_error() ->
     """The window comes from Redis, which anyone who reaches it can write: its entries
     are read as data, and one that is not is left where it is (the lease of its turn
     quarantines it)."""
-    import pickle
-
-    from scrapy.settings import Settings
-    from scrapy.utils.test import get_crawler
-
-    from scrapy_focus.config import FocusConfig
-    from scrapy_focus.frontier.codec import RequestCodec
-
     config = FocusConfig.from_settings(Settings()).frontier
     codec = RequestCodec(None, get_crawler().stats, config)
     for payload in (b"", b"garbage", b"\x80\x05not a pickle at all", pickle.dumps(1)):

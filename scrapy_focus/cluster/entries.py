@@ -84,6 +84,11 @@ def valid_host(host: str) -> str:
     return host
 
 
+def as_is(reply: Any) -> Any:
+    """A :class:`Call`'s reply taken as Redis gave it."""
+    return reply
+
+
 @dataclass(frozen=True)
 class Call:
     """One script call of the frontier, to run alone or with others in one round trip
@@ -91,4 +96,4 @@ class Call:
 
     name: str  # the script's
     args: list[Any]  # its own arguments (after the common ones)
-    parse: Callable[[Any], Any]  # its reply to the method's result
+    parse: Callable[[Any], Any] = as_is  # its reply to the method's result

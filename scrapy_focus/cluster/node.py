@@ -23,9 +23,9 @@ Re-scoring reads a window of the best queued entries from Redis with a round and
 moves them with another (:mod:`.rescoring`); the keys this store gives the
 :class:`~scrapy_focus.frontier.rescoring.Rescorer` are Redis's, behind a host id
 of 0, so they decode as local keys do.  What stays per node: the crawler-trap
-variant counts and the seen filter's memory.  The link model and the counters are shared through
-their own seams (:mod:`scrapy_focus.cluster`), so this store neither saves nor
-restores them.
+variant counts and the seen filter's memory.  The link model and the counters are
+shared through their own seams (:mod:`scrapy_focus.cluster`), so this store neither
+saves nor restores them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy_focus.cluster.entries import Leased, Push
-from scrapy_focus.frontier.entries import HOST_ID, RANK, Entry, encode_key
+from scrapy_focus.frontier.entries import HOST_ID, RANK, Entry, encode_key, encode_rank
 
 if TYPE_CHECKING:
     from scrapy_focus.cluster.link import ClusterLink
@@ -152,9 +152,8 @@ class NodeStore:
         and below *score* (its payload is Redis's: none to give back here)."""
         if not fingerprint:
             return None
-        place = _place(priority, score)
-        self.moves.raise_entry(fingerprint, host, _rank(place), payload)
-        return place, b""
+        self.moves.raise_entry(fingerprint, host, encode_rank(priority, score), payload)
+        return _place(priority, score), b""
 
     # -- taking
 
@@ -245,7 +244,6 @@ class NodeHostQueues:
         self._wake = wake
         self._ready_at = ready_at  # the turns this node keeps (cluster/politeness.py)
         self._wake_call: Any = None
-        self.best: dict[str, bytes | None] = {}  # no local ranking to re-score
         self.held: dict[str, int] = {}
         self.held_total = 0
 

@@ -84,10 +84,6 @@ Raise = tuple[bytes, str, bytes, bytes]  # fingerprint, host, new rank, payload
 Window = dict[str, list[tuple[bytes, bytes]]]  # host -> its best (key, payload), best first
 
 
-def _raw(reply: Any) -> Any:
-    return reply
-
-
 class FrontierMoves:
     """The raises, re-keyings and window reads of one node (see the module docstring)."""
 
@@ -141,11 +137,11 @@ class FrontierMoves:
             args: list[Any] = []
             for fingerprint, host, rank, payload in raises:
                 args += [seen.member(fingerprint), host, rank, payload]
-            calls.append(Call("RAISE", args, _raw))
+            calls.append(Call("RAISE", args))
         for host, moves in rekeys.items():
-            calls.append(Call("REKEY", [host, *[part for move in moves for part in move]], _raw))
+            calls.append(Call("REKEY", [host, *[part for move in moves for part in move]]))
         if asked:
-            calls.append(Call("TOP", [asked], _raw))
+            calls.append(Call("TOP", [asked]))
         return calls
 
     def answered(self, replies: list[Any]) -> None:

@@ -77,10 +77,6 @@ def reply_error(replies: list[Any], client: Any, script: str) -> Exception | Non
     return error
 
 
-def _raw(reply: Any) -> Any:
-    return reply
-
-
 Span = tuple[Rider, int]  # a rider and how many commands it sent this round
 
 
@@ -108,7 +104,7 @@ class Riders:
                 continue
             if commands:
                 calls += [
-                    command if isinstance(command, Call) else Call("", list(command), _raw)
+                    command if isinstance(command, Call) else Call("", list(command))
                     for command in commands
                 ]
                 spans.append((rider, len(commands)))
