@@ -28,6 +28,8 @@ from scrapy_focus.cluster.rescoring import FrontierMoves
 from scrapy_focus.frontier.politeness import robots_crawl_delay
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
     from scrapy_focus.config import FocusConfig
@@ -100,9 +102,12 @@ class ClusterNode:
                 self.keys.prefix,
             )
 
-    def start(self, wake: Any) -> None:
-        """Start the link; *wake* makes the engine ask for requests again."""
+    def start(self, wake: Any, headroom: Callable[[], int | None]) -> None:
+        """Start the link; *wake* makes the engine ask for requests again; *headroom*
+        says how many more responses may wait for this node's extraction (None: no
+        limit; :meth:`~scrapy_focus.frontier.backlog.ProcessingBacklog.headroom`)."""
         self._engine_wake = wake
+        self.link.headroom = headroom
         self.link.start()
         from scrapy_focus.cluster.setup import ride_link
 

@@ -1,32 +1,31 @@
 """``ClusterLink``: the node's one thread that talks to Redis, so the reactor never waits on it.
 
-The reactor thread only ever touches memory: it queues what it has to say
-(pushes, releases, acknowledgements, backoffs...) with :meth:`send`, and takes
-leased entries from :attr:`inbox`.  The link's thread looks at least every tick
-and makes a *round* only when one is worth a trip (:mod:`~.pacing` decides:
-messages linger a few milliseconds for company, leases are asked ahead of the
-downloader's needs, an empty lease backs off): everything queued of the common
-kinds (pushes, releases, acknowledgements, whatever their number), a heartbeat,
-a lease and a status poll when due, and the other seams' exchanges
-(:mod:`~.riders`: counters, history, breaker, link model) go to Redis in ONE
-pipelined round trip; the rarer messages (a host's policy, a backoff...) each
-make their own call first.  A batch of leased entries wakes the engine
-(``reactor.callFromThread``), so a node waiting for work costs no CPU; a node
-with nothing to do parks its round in a blocking wait (:mod:`~.parking`).
+The reactor thread only ever touches memory: it queues what it has to say (pushes,
+releases, acknowledgements, backoffs...) with :meth:`send`, and takes leased entries
+from :attr:`inbox`.  The link's thread looks at least every tick and makes a *round*
+only when one is worth a trip (:mod:`~.pacing` decides: messages linger a few
+milliseconds for company, leases are asked ahead of the downloader's needs but not while
+its extraction is behind, an empty lease backs off): everything queued of the common
+kinds (pushes, releases, acknowledgements, whatever their number), a heartbeat, a lease
+and a status poll when due, and the other seams' exchanges (:mod:`~.riders`: counters,
+history, breaker, link model) go to Redis in ONE pipelined round trip; the rarer
+messages (a host's policy, a backoff...) each make their own call first.  A batch of
+leased entries wakes the engine (``reactor.callFromThread``), so a node waiting for work
+costs no CPU; a node with nothing to do parks its round in a blocking wait
+(:mod:`~.parking`).
 
-Redis going away: a failed round keeps its messages (each is idempotent, said
-again), is logged once per outage and tried again after a backoff doubling up to
-``FOCUS_CLUSTER_MAX_BACKOFF``.  A lease is not idempotent: one whose reply was
-lost left entries leased to this node that it never received, so each status
-poll reads the node's leases in the same round and gives back those it does not
-hold (``unlease``).  A message Redis refused for another reason is logged and
-dropped, so one bad message cannot wedge the link.
+Redis going away: a failed round keeps its messages (each is idempotent, said again), is
+logged once per outage and tried again after a backoff doubling up to
+``FOCUS_CLUSTER_MAX_BACKOFF``.  A lease is not idempotent: one whose reply was lost left
+entries leased to this node that it never received, so each status poll reads the node's
+leases in the same round and gives back those it does not hold (``unlease``).  A message
+Redis refused for another reason is logged and dropped, so one bad message cannot wedge
+the link.
 
-Closing: :meth:`idle` is True once the cluster had nothing queued and nothing
-leased (and this node nothing unsaid) on two status polls at least
-``FOCUS_CLUSTER_IDLE_CHECK`` apart.  :meth:`close` gives back the leases this
-node took and did not hand out, says what is still queued, and stops the thread.
-"""
+Closing: :meth:`idle` is True once the cluster had nothing queued and nothing leased
+(and this node nothing unsaid) on two status polls at least ``FOCUS_CLUSTER_IDLE_CHECK``
+apart.  :meth:`close` gives back the leases this node took and did not hand out, says
+what is still queued, and stops the thread."""
 
 from __future__ import annotations
 
@@ -96,6 +95,7 @@ class ClusterLink:
         # How many more requests the downloader takes now: read from this thread
         # (a len() of the engine's set, which the GIL keeps whole), else want()'s.
         self._room_of = room
+        self.headroom: Callable[[], int | None] = lambda: None  # the scheduler's (assembly.py)
         self.pacing = Pacing(
             linger=config.linger,
             ahead=config.lease_ahead,
@@ -218,8 +218,8 @@ class ClusterLink:
         return self.pacing.pause(self.clock(), self._since, self._lease_size() > 0, TICK)
 
     def _lease_size(self) -> int:
-        if not self._wanted or self._stopping:
-            return 0
+        if not self._wanted or self._stopping or self.headroom() == 0:
+            return 0  # (the extraction is behind: no choice made now, as on one machine)
         return self.pacing.lease_need(self.room(), len(self.inbox))
 
     def _worth_a_trip(self, now: float) -> bool:

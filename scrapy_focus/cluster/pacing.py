@@ -15,6 +15,11 @@ trip, and then says everything that is waiting in it:
   does not wait on Redis.  Each entry keeps its host's turn while it waits in the
   buffer, so politeness holds as the lease script decides it (a host has no more
   entries out, buffered or fetched, than its concurrency);
+* **no lease while the node's extraction is behind** (the link's word): while as many
+  of its responses wait for the extraction as the scheduler lets wait
+  (``FOCUS_MAX_UNPROCESSED``), the node leases nothing.  An entry is chosen when it
+  is leased, and one machine's scheduler chooses nothing then either, so that the
+  pages being read choose the next; the link looks again within a tick;
 * **an empty lease backs off**: when Redis has nothing ready for this node, the
   next try is when the first host is ready by time (the lease says when), or
   with the node's next release (a round it makes anyway, and its releases free

@@ -69,6 +69,12 @@ class ProcessingBacklog:
         downloader = getattr(self.crawler.engine, "downloader", None)
         return max(0, len(getattr(downloader, "active", ())) - self._in_slots)
 
+    def headroom(self) -> int | None:
+        """How many more responses may wait before the scheduler holds (None: no limit).
+        Side-effect free, so a cluster node's link thread may read it: a node leases
+        nothing of the hosts ready now while it is 0 (:mod:`scrapy_focus.cluster.pacing`)."""
+        return max(0, self.limit - len(self)) if self.limit else None
+
     def full(self) -> bool:
         """Whether the scheduler should hand out nothing now; each time the
         backlog fills up counts in ``focus/frontier/backlog_full``."""

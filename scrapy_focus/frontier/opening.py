@@ -24,19 +24,24 @@ if TYPE_CHECKING:
 
     from scrapy_focus.config import FrontierConfig
     from scrapy_focus.faults import StorageError
+    from scrapy_focus.frontier.backlog import ProcessingBacklog
     from scrapy_focus.frontier.seams import FrontierStore
 
 logger = logging.getLogger(__name__)
 
 
 def open_frontier(
-    crawler: Crawler, config: FrontierConfig, on_error: Callable[[StorageError], None]
+    crawler: Crawler,
+    config: FrontierConfig,
+    on_error: Callable[[StorageError], None],
+    backlog: ProcessingBacklog,
 ) -> tuple[FrontierStore, Any]:
-    """The crawl's store and host queues (see the module docstring)."""
+    """The crawl's store and host queues (see the module docstring); a cluster node
+    leases by the scheduler's *backlog* too."""
     runtime = FocusRuntime.of(crawler)
     cluster = runtime.cluster
     if cluster is not None:
-        cluster.start(engine_waker(crawler))
+        cluster.start(engine_waker(crawler), backlog.headroom)
         return cluster.store, cluster.hosts
     directory = Path(config.jobdir, "focus-frontier") if config.jobdir else None
     store = LmdbFrontierStore(directory, on_error=on_error)

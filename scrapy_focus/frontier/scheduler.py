@@ -15,17 +15,16 @@ the first host becomes ready, so waiting costs no CPU.  What a taken request
 leads to is tracked by :mod:`.leases`; its page's lease is acknowledged once
 everything it yielded is in the frontier.
 
-What a user yields that is not a web page to rank (a start request or a request
-from a signal handler with a scheme other than http/https: ``data:``, ``file:``,
-``ftp:``, an unknown one) goes to the downloader like in Scrapy, whose handlers fetch
-it or fail with ``NotSupported``; links found on pages are limited to
-``FOCUS_SCHEMES``.  Requests are ordered by the frontier, not by Scrapy's queue
-settings (``SCHEDULER_PRIORITY_QUEUE``, ``SCHEDULER_*_QUEUE``): a start-up warning
-names any the user set.  Scrapy's ``scheduler/*`` stats are kept as well.
+What a user yields that is not a web page to rank (a start request or a request from a
+signal handler with a scheme other than http/https: ``data:``, ``file:``, ``ftp:``, an
+unknown one) goes to the downloader like in Scrapy, whose handlers fetch it or fail with
+``NotSupported``; links found on pages are limited to ``FOCUS_SCHEMES``.  Requests are
+ordered by the frontier, not by Scrapy's queue settings (``SCHEDULER_PRIORITY_QUEUE``,
+``SCHEDULER_*_QUEUE``): a start-up warning names any the user set; Scrapy's
+``scheduler/*`` stats are kept.
 
-The crawl stops by itself on the conditions of :mod:`.stopping`, and when
-the store cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`).
-"""
+The crawl stops by itself on the conditions of :mod:`.stopping`, and when the store
+cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`)."""
 
 from __future__ import annotations
 
@@ -117,7 +116,9 @@ class FocusScheduler(BaseScheduler):
         self.duplicates.open(spider)
         warn_ignored_queue_settings(self.config)
         self.crawl_scope.open(getattr(spider, "allowed_domains", None) or ())
-        store, self.hosts = open_frontier(self.crawler, self.config, self._storage_failed)
+        store, self.hosts = open_frontier(
+            self.crawler, self.config, self._storage_failed, self.backlog
+        )
         self.store = store
         self.codec = RequestCodec(spider, self.stats, self.config)
         self.guards = Guards(self.config, store.variant_add, self.traps)
