@@ -72,7 +72,7 @@ class ProcessingBacklog:
     def headroom(self) -> int | None:
         """How many more responses may wait before the scheduler holds (None: no limit).
         Side-effect free, so a cluster node's link thread may read it: a node leases
-        nothing of the hosts ready now while it is 0 (:mod:`scrapy_focus.cluster.pacing`)."""
+        nothing while it is 0 (:mod:`scrapy_focus.cluster.pacing`)."""
         return max(0, self.limit - len(self)) if self.limit else None
 
     def full(self) -> bool:
