@@ -230,9 +230,9 @@ FOCUS_LOG_INTERVAL = 30.0
 #: evidence applied in dispatch order: scrapy_focus.frontier.ordering), and how long
 FOCUS_REPRODUCIBLE_ORDER = False
 FOCUS_ORDER_WAIT = 300.0  # the oldest page may hold the others back (0: forever)
-#: No request is handed out while this many responses are downloaded and not through
-#: the downloader middlewares (the extraction): the next choice sees what was read
-#: (scrapy_focus.frontier.backlog).  None: FOCUS_EXTRACT_WORKERS; 0: no limit.
+#: No request is handed out (nor leased, on a cluster node) while this many responses
+#: are downloaded and not through the downloader middlewares (the extraction): the next
+#: choice sees what was read (frontier/backlog.py).  None: FOCUS_EXTRACT_WORKERS; 0: no limit.
 FOCUS_MAX_UNPROCESSED = None
 
 
