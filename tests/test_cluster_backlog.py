@@ -3,8 +3,8 @@
 One machine's scheduler hands out no request while ``FOCUS_MAX_UNPROCESSED``
 responses wait for the extraction (frontier/backlog.py), so the pages being read
 choose the next.  A node chooses an entry when it leases it, so its link must not
-lease then either: a real ``ClusterLink`` thread against a real redis-server, and the
-backlog's headroom read by a real crawler's scheduler.
+lease then either: a real ``ClusterLink`` thread against a real redis-server, told
+whether the extraction is behind as the scheduler's backlog tells it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from harness.redis_server import RedisServer
+from scrapy_focus.cluster.frontier import RedisFrontier
 from scrapy_focus.cluster.link import ClusterLink
 from scrapy_focus.config import FocusConfig
 from scrapy_focus.frontier.backlog import ProcessingBacklog
@@ -31,21 +32,31 @@ def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     return condition()
 
 
+def started_link(
+    server: RedisServer, frontier: RedisFrontier, behind: Callable[[], bool]
+) -> ClusterLink:
+    """A node's link asked for 4 entries, its extraction *behind* or not."""
+    config = FocusConfig.from_settings(Settings({"FOCUS_CLUSTER_REDIS_URL": server.url}))
+    link = ClusterLink(
+        frontier, config.cluster, wake=lambda: None, buffer=4, put_state=lambda *_: None
+    )
+    link.behind = behind
+    link.start()
+    link.want(4)
+    return link
+
+
 def test_a_node_leases_nothing_while_its_extraction_is_behind(redis_server: RedisServer) -> None:
     frontier = make(redis_server, "a")
     frontier.push([item("u1", score=0.2), item("u2", score=0.9)])
-    config = FocusConfig.from_settings(Settings({"FOCUS_CLUSTER_REDIS_URL": redis_server.url}))
-    headroom = {"now": 0}
-    link = ClusterLink(frontier, config.cluster, wake=lambda: None, buffer=4, put_state=print)
-    link.headroom = lambda: headroom["now"]
-    link.start()
+    state = {"behind": True}
+    link = started_link(redis_server, frontier, lambda: state["behind"])
     try:
-        link.want(4)
         time.sleep(0.5)  # ten ticks of the link's thread, and a status poll
         assert not link.inbox and link.status is not None and link.status.queued == 2
         # A better link found by the page being read, before the node chooses.
         frontier.push([item("u3", score=0.95)])
-        headroom["now"] = 1  # the page is read: the node leases at its next look
+        state["behind"] = False  # the page is read: the node leases at its next look
         assert wait_for(lambda: len(link.inbox) == 3)
         assert urls(list(link.inbox)) == ["u3", "u2", "u1"]
     finally:
@@ -55,15 +66,10 @@ def test_a_node_leases_nothing_while_its_extraction_is_behind(redis_server: Redi
 def test_without_a_backlog_limit_the_node_leases_at_once(redis_server: RedisServer) -> None:
     frontier = make(redis_server, "a")
     frontier.push([item("u1")])
-    config = FocusConfig.from_settings(Settings({"FOCUS_CLUSTER_REDIS_URL": redis_server.url}))
-    link = ClusterLink(frontier, config.cluster, wake=lambda: None, buffer=4, put_state=print)
-    settings = Settings({"FOCUS_MAX_UNPROCESSED": 0})
-    unlimited = FocusConfig.from_settings(settings)
+    unlimited = FocusConfig.from_settings(Settings({"FOCUS_MAX_UNPROCESSED": 0}))
     backlog = ProcessingBacklog(unlimited.frontier, unlimited.extract, get_crawler())
-    link.headroom = backlog.headroom  # None: no limit
-    link.start()
+    link = started_link(redis_server, frontier, backlog.behind)  # never behind: no limit
     try:
-        link.want(4)
         assert wait_for(lambda: len(link.inbox) == 1)
     finally:
         link.close()

@@ -102,12 +102,12 @@ class ClusterNode:
                 self.keys.prefix,
             )
 
-    def start(self, wake: Any, headroom: Callable[[], int | None]) -> None:
-        """Start the link; *wake* makes the engine ask for requests again; *headroom*
-        says how many more responses may wait for this node's extraction (None: no
-        limit; :meth:`~scrapy_focus.frontier.backlog.ProcessingBacklog.headroom`)."""
+    def start(self, wake: Any, behind: Callable[[], bool]) -> None:
+        """Start the link; *wake* makes the engine ask for requests again; *behind*
+        says whether this node's extraction is behind
+        (:meth:`~scrapy_focus.frontier.backlog.ProcessingBacklog.behind`)."""
         self._engine_wake = wake
-        self.link.headroom = headroom
+        self.link.behind = behind
         self.link.start()
         from scrapy_focus.cluster.setup import ride_link
 

@@ -95,7 +95,7 @@ class ClusterLink:
         # How many more requests the downloader takes now: read from this thread
         # (a len() of the engine's set, which the GIL keeps whole), else want()'s.
         self._room_of = room
-        self.headroom: Callable[[], int | None] = lambda: None  # the scheduler's (assembly.py)
+        self.behind: Callable[[], bool] = lambda: False  # the scheduler's backlog (assembly.py)
         self.pacing = Pacing(
             linger=config.linger,
             ahead=config.lease_ahead,
@@ -218,7 +218,7 @@ class ClusterLink:
         return self.pacing.pause(self.clock(), self._since, self._lease_size() > 0, TICK)
 
     def _lease_size(self) -> int:
-        if not self._wanted or self._stopping or self.headroom() == 0:
+        if not self._wanted or self._stopping or self.behind():
             return 0  # (the extraction is behind: no choice made now, as on one machine)
         return self.pacing.lease_need(self.room(), len(self.inbox))
 

@@ -69,16 +69,16 @@ class ProcessingBacklog:
         downloader = getattr(self.crawler.engine, "downloader", None)
         return max(0, len(getattr(downloader, "active", ())) - self._in_slots)
 
-    def headroom(self) -> int | None:
-        """How many more responses may wait before the scheduler holds (None: no limit).
-        Side-effect free, so a cluster node's link thread may read it: a node leases
-        nothing while it is 0 (:mod:`scrapy_focus.cluster.pacing`)."""
-        return max(0, self.limit - len(self)) if self.limit else None
+    def behind(self) -> bool:
+        """Whether as many responses wait as the limit lets wait.  Side-effect free, so
+        a cluster node's link thread may read it: a node leases nothing then
+        (:mod:`scrapy_focus.cluster.pacing`)."""
+        return bool(self.limit) and len(self) >= self.limit
 
     def full(self) -> bool:
         """Whether the scheduler should hand out nothing now; each time the
         backlog fills up counts in ``focus/frontier/backlog_full``."""
-        full = bool(self.limit) and len(self) >= self.limit
+        full = self.behind()
         if full and not self._was_full:
             self.crawler.stats.inc_value("focus/frontier/backlog_full")
         self._was_full = full
