@@ -230,10 +230,10 @@ FOCUS_LOG_INTERVAL = 30.0
 #: evidence applied in dispatch order: scrapy_focus.frontier.ordering), and how long
 FOCUS_REPRODUCIBLE_ORDER = False
 FOCUS_ORDER_WAIT = 300.0  # the oldest page may hold the others back (0: forever)
-#: No request is handed out (nor leased, on a cluster node) while this many responses
-#: are downloaded and not through the downloader middlewares (the extraction): the next
-#: choice sees what was read (frontier/backlog.py).  None: FOCUS_EXTRACT_WORKERS; 0: no limit.
-FOCUS_MAX_UNPROCESSED = None
+#: No request is handed out while this many responses are downloaded and not through the
+#: downloader middlewares (the extraction), and a cluster node leases no more of hosts
+#: ready now than would fill it: the next choice sees what was read (frontier/backlog.py).
+FOCUS_MAX_UNPROCESSED = None  # FOCUS_EXTRACT_WORKERS; 0: no limit
 
 
 # -- engines and the ladder (scrapy_focus.engines) ---------------------------------------
@@ -345,9 +345,9 @@ FOCUS_CLUSTER_FLUSH_ON_CLOSE = False
 #: 256 fingerprints each (so a crawl of twice that stays compact), fixed when the crawl's
 #: first node starts; a crawl far beyond it still works, at several times the memory.
 FOCUS_CLUSTER_SEEN_EXPECTED = 1_000_000
-#: Seconds a node's pushes and releases wait for company before a round trip to Redis
-#: (a release to a host with a delay up to half of it, an ack until the next round; 0: no
-#: wait); leased requests a node keeps beyond its downloader's room (cluster/pacing.py).
+#: Seconds a node's pushes and releases wait for company before a round trip to Redis (a
+#: release to a host with a delay up to half of it, an ack until the next round; 0: none);
+#: leased requests kept beyond the downloader's room, as FOCUS_MAX_UNPROCESSED allows.
 FOCUS_CLUSTER_LINGER = 0.03
 FOCUS_CLUSTER_LEASE_AHEAD = 4
 

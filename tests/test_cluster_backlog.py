@@ -1,16 +1,20 @@
-"""A cluster node leases nothing while its extraction is behind (cluster/pacing.py).
+"""A cluster node leases no further ahead than its extraction reads (cluster/pacing.py).
 
 One machine's scheduler hands out no request while ``FOCUS_MAX_UNPROCESSED``
 responses wait for the extraction (frontier/backlog.py), so the pages being read
-choose the next.  A node chooses an entry when it leases it, so its link must not
-lease then either: a real ``ClusterLink`` thread against a real redis-server, told
-whether the extraction is behind as the scheduler's backlog tells it.
+choose the next.  A node chooses an entry when it leases it, so its link leases
+nothing then either, no more entries ready now than the backlog has room for, and
+while responses are being read its lease waits for a round made anyway.  A real
+``ClusterLink`` thread against a real redis-server reads a real ``ProcessingBacklog``;
+only the engine's downloader, whose ``active`` set the backlog counts, is a stand-in
+(no crawl runs here: the real crawls are tests/test_cluster_crawl.py's).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -32,15 +36,28 @@ def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     return condition()
 
 
+def backlog_of(limit: int) -> ProcessingBacklog:
+    """A backlog of *limit* responses (0: no limit); :func:`waiting` sets its count."""
+    config = FocusConfig.from_settings(Settings({"FOCUS_MAX_UNPROCESSED": limit}))
+    crawler = get_crawler()
+    crawler.engine = SimpleNamespace(downloader=SimpleNamespace(active=set()))
+    return ProcessingBacklog(config.frontier, config.extract, crawler)
+
+
+def waiting(backlog: ProcessingBacklog, responses: int) -> None:
+    """*responses* downloaded and not yet through the extraction (none in a slot)."""
+    backlog.crawler.engine.downloader.active = set(range(responses))
+
+
 def started_link(
-    server: RedisServer, frontier: RedisFrontier, behind: Callable[[], bool]
+    server: RedisServer, frontier: RedisFrontier, backlog: ProcessingBacklog
 ) -> ClusterLink:
-    """A node's link asked for 4 entries, its extraction *behind* or not."""
+    """A node's link asked for 4 entries, reading *backlog*."""
     config = FocusConfig.from_settings(Settings({"FOCUS_CLUSTER_REDIS_URL": server.url}))
     link = ClusterLink(
         frontier, config.cluster, wake=lambda: None, buffer=4, put_state=lambda *_: None
     )
-    link.behind = behind
+    link.backlog = backlog
     link.start()
     link.want(4)
     return link
@@ -49,14 +66,15 @@ def started_link(
 def test_a_node_leases_nothing_while_its_extraction_is_behind(redis_server: RedisServer) -> None:
     frontier = make(redis_server, "a")
     frontier.push([item("u1", score=0.2), item("u2", score=0.9)])
-    state = {"behind": True}
-    link = started_link(redis_server, frontier, lambda: state["behind"])
+    backlog = backlog_of(3)
+    waiting(backlog, 3)
+    link = started_link(redis_server, frontier, backlog)
     try:
-        time.sleep(0.5)  # ten ticks of the link's thread, and a status poll
+        time.sleep(0.5)  # ten ticks of the link's thread, a heartbeat and a status poll
         assert not link.inbox and link.status is not None and link.status.queued == 2
         # A better link found by the page being read, before the node chooses.
         frontier.push([item("u3", score=0.95)])
-        state["behind"] = False  # the page is read: the node leases at its next look
+        waiting(backlog, 0)  # the pages are read: the node leases at its next look
         assert wait_for(lambda: len(link.inbox) == 3)
         assert urls(list(link.inbox)) == ["u3", "u2", "u1"]
     finally:
@@ -65,11 +83,53 @@ def test_a_node_leases_nothing_while_its_extraction_is_behind(redis_server: Redi
 
 def test_without_a_backlog_limit_the_node_leases_at_once(redis_server: RedisServer) -> None:
     frontier = make(redis_server, "a")
-    frontier.push([item("u1")])
-    unlimited = FocusConfig.from_settings(Settings({"FOCUS_MAX_UNPROCESSED": 0}))
-    backlog = ProcessingBacklog(unlimited.frontier, unlimited.extract, get_crawler())
-    link = started_link(redis_server, frontier, backlog.behind)  # never behind: no limit
+    frontier.push([item(f"u{i}") for i in range(12)])
+    link = started_link(redis_server, frontier, backlog_of(0))  # never behind: no limit
+    try:
+        assert wait_for(lambda: len(link.inbox) == 4 + link.pacing.ahead)
+    finally:
+        link.close()
+
+
+def test_a_node_leases_no_more_ready_entries_than_its_backlog_has_room_for(
+    redis_server: RedisServer,
+) -> None:
+    """Room for one response: one entry is chosen; the next is chosen only once the
+    engine took it, so a better link pushed meanwhile (by the page read) comes next."""
+    frontier = make(redis_server, "a")
+    frontier.push([item(f"u{i}", score=i / 10) for i in range(1, 5)])
+    link = started_link(redis_server, frontier, backlog_of(1))
     try:
         assert wait_for(lambda: len(link.inbox) == 1)
+        time.sleep(0.3)  # six ticks: asked for 4, it still holds one
+        assert urls(list(link.inbox)) == ["u4"]
+        frontier.push([item("u5", score=0.95)])
+        link.inbox.popleft()  # the engine takes it
+        link.took()
+        assert wait_for(lambda: len(link.inbox) == 1)
+        assert urls(list(link.inbox)) == ["u5"]
+    finally:
+        link.close()
+
+
+def test_while_pages_are_read_a_lease_rides_a_round_made_anyway(
+    redis_server: RedisServer,
+) -> None:
+    """A response being read: the node's next lease makes no round of its own (the
+    page read may bring better links); it goes with the heartbeat's round."""
+    frontier = make(redis_server, "a")
+    frontier.push([item(f"u{i}", score=i / 10) for i in range(1, 6)])
+    backlog = backlog_of(2)
+    link = started_link(redis_server, frontier, backlog)
+    try:
+        assert wait_for(lambda: len(link.inbox) == 2)
+        rounds, periodic = link.trips["rounds"], link.trips["heartbeat"] + link.trips["status"]
+        waiting(backlog, 1)  # one page fetched and being read
+        link.inbox.clear()  # the engine took both
+        link.took()
+        time.sleep(0.5)  # ten ticks: no lease round
+        assert not link.inbox and link.trips["rounds"] == rounds
+        assert wait_for(lambda: len(link.inbox) == 1, timeout=3 * link.pacing.heartbeat)
+        assert link.trips["heartbeat"] + link.trips["status"] > periodic
     finally:
         link.close()

@@ -28,11 +28,10 @@ from scrapy_focus.cluster.rescoring import FrontierMoves
 from scrapy_focus.frontier.politeness import robots_crawl_delay
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from scrapy.crawler import Crawler
 
     from scrapy_focus.config import FocusConfig
+    from scrapy_focus.frontier.backlog import ProcessingBacklog
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +101,11 @@ class ClusterNode:
                 self.keys.prefix,
             )
 
-    def start(self, wake: Any, behind: Callable[[], bool]) -> None:
-        """Start the link; *wake* makes the engine ask for requests again; *behind*
-        says whether this node's extraction is behind
-        (:meth:`~scrapy_focus.frontier.backlog.ProcessingBacklog.behind`)."""
+    def start(self, wake: Any, backlog: ProcessingBacklog) -> None:
+        """Start the link; *wake* makes the engine ask for requests again; the link
+        leases by the scheduler's *backlog* (:mod:`~scrapy_focus.cluster.pacing`)."""
         self._engine_wake = wake
-        self.link.behind = behind
+        self.link.backlog = backlog
         self.link.start()
         from scrapy_focus.cluster.setup import ride_link
 

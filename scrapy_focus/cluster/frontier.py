@@ -94,16 +94,9 @@ class RedisFrontier(Quarantine):
         self.config, self.politeness = config, politeness
         self.stats: Counter[str] = Counter()
         self._keys = [keys.key(name) for name in scripts.FIXED_KEYS]
-        self._common = [
-            keys.prefix,
-            node,
-            repr(float(politeness.in_flight_timeout)),
-            repr(float(config.lease_timeout)),
-            repr(float(config.lease_deadline)),
-            repr(float(politeness.max_host_delay)),
-            repr(float(politeness.base_backoff)),
-            repr(float(politeness.max_backoff)),
-        ]
+        timing = [politeness.in_flight_timeout, config.lease_timeout, config.lease_deadline]
+        timing += [politeness.max_host_delay, politeness.base_backoff, politeness.max_backoff]
+        self._common = [keys.prefix, node, *(repr(float(value)) for value in timing)]
         self._scripts = scripts.register(client)
 
     def _run(self, name: str, *args: Any) -> Any:
@@ -195,12 +188,18 @@ class RedisFrontier(Quarantine):
         return self._one(self.lease_call(limit, reserve, horizon=horizon))
 
     def lease_call(
-        self, limit: int, reserve: float | None = None, park: bool = False, horizon: float = 0.0
+        self,
+        limit: int,
+        reserve: float | None = None,
+        park: bool = False,
+        horizon: float = 0.0,
+        ready: int | None = None,
     ) -> Call:
         """*park*: the round ends in a wait (:mod:`~.parking`), which this lease ends
-        at once when it brought entries."""
+        at once when it brought entries; *ready*: at most that many of hosts ready now."""
         ahead = "" if reserve is None else repr(float(reserve))
-        args = [max(0, min(limit, MAX_BATCH)), ahead, int(park), repr(float(horizon))]
+        limit = max(0, min(limit, MAX_BATCH))
+        args = [limit, ahead, int(park), repr(float(horizon)), limit if ready is None else ready]
         return Call("LEASE", args, self._leased)
 
     def _leased(self, raw: Any) -> LeaseBatch:

@@ -1,9 +1,10 @@
 """The lease: one decision point per host across all nodes (the ``LEASE`` script).
 
-A node's lease takes, best first across the hosts ready now, up to *limit* entries,
-each leased to the node: its host's in-flight count goes up and its turn is taken
+A node's lease takes, best first across the hosts ready now, up to *ready* entries
+(at most *limit*; a node asks for no more than its extraction has room for), each
+leased to the node: its host's in-flight count goes up and its turn is taken
 (``last`` is the turn's time when the host has a delay).  With *reserve* it also
-takes, when those are fewer, the next turn of hosts waiting only for their delay
+takes, while it has fewer than *limit*, the next turn of hosts waiting only for their delay
 (their last request ended; not a backoff, not a hold, nothing in flight) when that
 turn is more than *reserve* seconds away; each such entry's ``wait`` says when its
 turn comes, and the node keeps it until then.
@@ -31,12 +32,14 @@ from __future__ import annotations
 
 # ARGV: limit, reserve ('': take no turn ahead), park (1: the round waits on
 # P:wake:<node> after this call, which gets a token when this lease brought entries;
-# and P:wake one when ready hosts are left), horizon ('' or 0: one turn of a host).
+# and P:wake one when ready hosts are left), horizon ('' or 0: one turn of a host),
+# ready (at most that many entries of hosts ready now; '': limit).
 # Returns {wait or nil, queued, {host, key, payload, wait, ...}, members of ready that
 # no node wrote (dropped)}; an entry's wait: seconds until its host's turn (0: now).
 LEASE = r"""
 local limit, reserve, park = tonumber(ARGV[A + 1]), tonumber(ARGV[A + 2]), ARGV[A + 3] == '1'
 local horizon = tonumber(ARGV[A + 4]) or 0
+local ready = math.min(limit, tonumber(ARGV[A + 5]) or limit)
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K_WAITING, '-inf', fmt(NOW),
                                  'LIMIT', 0, 1000)) do
   place(host)
@@ -69,7 +72,7 @@ local function take_ready(first)
   redis.call('ZREM', K_READY, first)  -- gone already, unless host:<host> named another
   return true
 end
-while #out < 4 * limit do
+while #out < 4 * ready do
   local first = redis.call('ZRANGE', K_READY, 0, 0)[1]
   if not first then break end
   if not take_ready(first) then bad = bad + 1 end

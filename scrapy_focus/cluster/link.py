@@ -4,8 +4,8 @@ The reactor thread only ever touches memory: it queues what it has to say (pushe
 releases, acknowledgements, backoffs...) with :meth:`send`, and takes leased entries
 from :attr:`inbox`.  The link's thread looks at least every tick and makes a *round*
 only when one is worth a trip (:mod:`~.pacing` decides: messages linger a few
-milliseconds for company, leases are asked ahead of the downloader's needs but not while
-its extraction is behind, an empty lease backs off): everything queued of the common
+milliseconds for company, leases are asked ahead of the downloader's needs but not beyond
+its extraction's room, an empty lease backs off): everything queued of the common
 kinds (pushes, releases, acknowledgements, whatever their number), a heartbeat, a lease
 and a status poll when due, and the other seams' exchanges (:mod:`~.riders`: counters,
 history, breaker, link model) go to Redis in ONE pipelined round trip; the rarer
@@ -14,13 +14,12 @@ leased entries wakes the engine (``reactor.callFromThread``), so a node waiting 
 costs no CPU; a node with nothing to do parks its round in a blocking wait
 (:mod:`~.parking`).
 
-Redis going away: a failed round keeps its messages (each is idempotent, said again), is
+Redis going away: a failed round keeps its messages (each idempotent, said again), is
 logged once per outage and tried again after a backoff doubling up to
 ``FOCUS_CLUSTER_MAX_BACKOFF``.  A lease is not idempotent: one whose reply was lost left
-entries leased to this node that it never received, so each status poll reads the node's
-leases in the same round and gives back those it does not hold (``unlease``).  A message
-Redis refused for another reason is logged and dropped, so one bad message cannot wedge
-the link.
+entries leased to this node, so each status poll reads the node's leases in the same
+round and gives back those it does not hold (``unlease``).  A message Redis refused for
+another reason is logged and dropped: one bad message cannot wedge the link.
 
 Closing: :meth:`idle` is True once the cluster had nothing queued and nothing leased
 (and this node nothing unsaid) on two status polls at least ``FOCUS_CLUSTER_IDLE_CHECK``
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from scrapy_focus.cluster.entries import Call, LeaseBatch, Leased, Status
     from scrapy_focus.cluster.frontier import RedisFrontier
     from scrapy_focus.config.sections import ClusterConfig
+    from scrapy_focus.frontier.backlog import ProcessingBacklog
 
 logger = logging.getLogger(__name__)
 
@@ -85,25 +85,17 @@ class ClusterLink:
         self._outbox: dict[str, list[Any]] = {kind: [] for kind in KINDS}
         self._lock = threading.Lock()
         self._event = threading.Event()
-        self._stopping = False
-        self._wanted = False
+        self._stopping = self._wanted = False
         self._room = 1
         self._thread: threading.Thread | None = None
         self.status: Status | None = None
-        self._flush = False
+        self._flush = self._suspect_orphans = False
         self._idle_polls: list[float] = []  # when the cluster was seen idle, in a row
         # How many more requests the downloader takes now: read from this thread
         # (a len() of the engine's set, which the GIL keeps whole), else want()'s.
         self._room_of = room
-        self.behind: Callable[[], bool] = lambda: False  # the scheduler's backlog (assembly.py)
-        self.pacing = Pacing(
-            linger=config.linger,
-            ahead=config.lease_ahead,
-            retry_max=IDLE_LOOK,
-            heartbeat=config.heartbeat,
-            status=config.idle_check,
-            rest=config.lease_timeout / 2,
-        )
+        self.backlog: ProcessingBacklog | None = None  # the scheduler's (assembly.py)
+        self.pacing = Pacing.of(config, retry_max=IDLE_LOOK)
         self._parking = Parking(frontier)
         self._since: float | None = None  # the earliest unsaid batched message's linger start
         self._waiting = 0  # and how many wait
@@ -111,7 +103,6 @@ class ClusterLink:
         self.outage = Outage(clock, config.max_backoff)
         self.round_trips, self.trips = 0, collections.Counter[str]()  # all; rounds by part
         self._held: set[bytes] = set()  # keys leased to this node and not given up yet
-        self._suspect_orphans = False
 
     # -- the reactor's side
 
@@ -157,8 +148,7 @@ class ClusterLink:
             self._event.set()
 
     def room(self) -> int:
-        room = self._room_of() if self._room_of is not None else self._room
-        return max(1, min(room, self.buffer))
+        return max(1, min(self._room_of() if self._room_of else self._room, self.buffer))
 
     def unsaid(self) -> int:
         with self._lock:
@@ -215,12 +205,22 @@ class ClusterLink:
                 return
 
     def _pause(self) -> float:
-        return self.pacing.pause(self.clock(), self._since, self._lease_size() > 0, TICK)
+        return self.pacing.pause(self.clock(), self._since, self._leasing(), TICK)
 
     def _lease_size(self) -> int:
-        if not self._wanted or self._stopping or self.behind():
-            return 0  # (the extraction is behind: no choice made now, as on one machine)
+        if not self._wanted or self._stopping or self._ready_room() == 0:
+            return 0  # (no room: nothing chosen ahead of the pages read, as on one machine)
         return self.pacing.lease_need(self.room(), len(self.inbox))
+
+    def _ready_room(self) -> int | None:
+        """Entries of hosts ready now worth leasing: the backlog's room less those buffered."""
+        room = None if self.backlog is None else self.backlog.room()
+        return None if room is None else max(0, room - sum(e.wait <= 0 for e in list(self.inbox)))
+
+    def _leasing(self) -> bool:
+        """A lease worth a round of its own (none while responses are read: it rides one)."""
+        reading = self.backlog is not None and self.backlog.room() not in (None, self.backlog.limit)
+        return not reading and self._lease_size() > 0
 
     def _worth_a_trip(self, now: float) -> bool:
         """A round now, or not yet (see :mod:`~.pacing`)."""
@@ -229,7 +229,7 @@ class ClusterLink:
             single = any(self._outbox[kind] for kind in SINGLE)
             waiting, since = self._waiting, self._since
             releasing = any(not release.hold for release in self._outbox["release"])
-        leasing = self._lease_size() > 0
+        leasing = self._leasing()
         return (
             single
             or pacing.messages_due(now, waiting, since)
@@ -267,7 +267,8 @@ class ClusterLink:
             calls.append(frontier.heartbeat_call())
         if leasing:
             parts.append("lease")
-            calls.append(frontier.lease_call(size, pacing.linger, park, pacing.heartbeat))
+            ready = self._ready_room()
+            calls.append(frontier.lease_call(size, pacing.linger, park, pacing.heartbeat, ready))
         if poll or pacing.status_due(now, bool(calls)):
             pacing.last_status = now
             parts += ["status", "mine"]
@@ -347,8 +348,7 @@ class ClusterLink:
             self.pacing.lease_after = self.clock()
             self.trips["parked"] += 1
 
-    def _take(self, kind: str) -> list[Any]:
-        """The messages of *kind* (call with the lock held)."""
+    def _take(self, kind: str) -> list[Any]:  # (call with the lock held)
         messages, self._outbox[kind] = self._outbox[kind], []
         return messages
 

@@ -15,11 +15,17 @@ trip, and then says everything that is waiting in it:
   does not wait on Redis.  Each entry keeps its host's turn while it waits in the
   buffer, so politeness holds as the lease script decides it (a host has no more
   entries out, buffered or fetched, than its concurrency);
-* **no lease while the node's extraction is behind** (the link's word): while as many
-  of its responses wait for the extraction as the scheduler lets wait
-  (``FOCUS_MAX_UNPROCESSED``), the node leases nothing.  An entry is chosen when it
-  is leased, and one machine's scheduler chooses nothing then either, so that the
-  pages being read choose the next; the link looks again within a tick;
+* **no more chosen ahead than the node's extraction has room for**: an entry is
+  chosen when it is leased, and one machine's scheduler chooses a request only when
+  it hands it out, and nothing while as many of its responses wait for the extraction
+  as it lets wait (``FOCUS_MAX_UNPROCESSED``), so that the pages being read choose
+  the next.  So the node leases nothing then, and otherwise no more entries of hosts
+  ready now than that backlog has room for, less those it holds ready in its buffer
+  (the link's ``ready`` cap; turns kept ahead of hosts with a delay are not capped:
+  their time, not the node, decides when they go).  While some responses are being
+  read, a lease makes no round of its own: it rides the next round made anyway (a
+  release's, a push's, the heartbeat's), so that a lease of one or two entries per
+  page does not cost a round per page; with none being read it goes at once;
 * **an empty lease backs off**: when Redis has nothing ready for this node, the
   next try is when the first host is ready by time (the lease says when), or
   with the node's next release (a round it makes anyway, and its releases free
@@ -58,6 +64,10 @@ Times are the link's monotonic clock; nothing here talks to Redis or reads a loc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy_focus.config.sections import ClusterConfig
 
 
 @dataclass
@@ -80,6 +90,18 @@ class Pacing:
     retry: float = 0.0  # the current empty-lease backoff (0: the last lease brought work)
     last_heartbeat: float = -float("inf")
     last_status: float = -float("inf")
+
+    @classmethod
+    def of(cls, config: ClusterConfig, retry_max: float) -> Pacing:
+        """The pacing of *config*'s figures (the rest half the lease timeout)."""
+        return cls(
+            linger=config.linger,
+            ahead=config.lease_ahead,
+            retry_max=retry_max,
+            heartbeat=config.heartbeat,
+            status=config.idle_check,
+            rest=config.lease_timeout / 2,
+        )
 
     @property
     def patience(self) -> float:

@@ -69,11 +69,15 @@ class ProcessingBacklog:
         downloader = getattr(self.crawler.engine, "downloader", None)
         return max(0, len(getattr(downloader, "active", ())) - self._in_slots)
 
+    def room(self) -> int | None:
+        """How many more responses may wait before the limit (``None``: no limit).
+        Side-effect free, so a cluster node's link thread may read it: a node leases
+        no more entries ready now than this (:mod:`scrapy_focus.cluster.pacing`)."""
+        return max(0, self.limit - len(self)) if self.limit else None
+
     def behind(self) -> bool:
-        """Whether as many responses wait as the limit lets wait.  Side-effect free, so
-        a cluster node's link thread may read it: a node leases nothing then
-        (:mod:`scrapy_focus.cluster.pacing`)."""
-        return bool(self.limit) and len(self) >= self.limit
+        """Whether as many responses wait as the limit lets wait."""
+        return self.room() == 0
 
     def full(self) -> bool:
         """Whether the scheduler should hand out nothing now; each time the

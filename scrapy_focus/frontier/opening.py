@@ -41,7 +41,7 @@ def open_frontier(
     runtime = FocusRuntime.of(crawler)
     cluster = runtime.cluster
     if cluster is not None:
-        cluster.start(engine_waker(crawler), backlog.behind)
+        cluster.start(engine_waker(crawler), backlog)
         return cluster.store, cluster.hosts
     directory = Path(config.jobdir, "focus-frontier") if config.jobdir else None
     store = LmdbFrontierStore(directory, on_error=on_error)
