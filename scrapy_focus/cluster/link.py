@@ -207,8 +207,8 @@ class ClusterLink:
     def _pause(self) -> float:
         return self.pacing.pause(self.clock(), self._since, self._leasing(), TICK)
 
-    def _lease_size(self) -> int:
-        if not self._wanted or self._stopping or self._ready_room() == 0:
+    def _lease_size(self, ready: int | None) -> int:  # ready: _ready_room()'s cap
+        if not self._wanted or self._stopping or ready == 0:
             return 0  # (no room: nothing chosen ahead of the pages read, as on one machine)
         return self.pacing.lease_need(self.room(), len(self.inbox))
 
@@ -219,8 +219,8 @@ class ClusterLink:
 
     def _leasing(self) -> bool:
         """A lease worth a round of its own (none while responses are read: it rides one)."""
-        reading = self.backlog is not None and self.backlog.room() not in (None, self.backlog.limit)
-        return not reading and self._lease_size() > 0
+        reading = self.backlog is not None and bool(self.backlog.limit) and len(self.backlog) > 0
+        return not reading and self._lease_size(self._ready_room()) > 0
 
     def _worth_a_trip(self, now: float) -> bool:
         """A round now, or not yet (see :mod:`~.pacing`)."""
@@ -243,7 +243,8 @@ class ClusterLink:
         """What this round says: the messages taken, the periodic parts due or worth
         their ride, the riders' commands (and their spans), and a park last."""
         frontier, pacing = self.frontier, self.pacing
-        size = self._lease_size()
+        ready = self._ready_room()
+        size = self._lease_size(ready)
         said = any(taken.values())
         beat = pacing.heartbeat_due(now, said)
         poll = pacing.status_due(now, said or beat)
@@ -267,7 +268,6 @@ class ClusterLink:
             calls.append(frontier.heartbeat_call())
         if leasing:
             parts.append("lease")
-            ready = self._ready_room()
             calls.append(frontier.lease_call(size, pacing.linger, park, pacing.heartbeat, ready))
         if poll or pacing.status_due(now, bool(calls)):
             pacing.last_status = now

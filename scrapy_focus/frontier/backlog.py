@@ -75,14 +75,10 @@ class ProcessingBacklog:
         no more entries ready now than this (:mod:`scrapy_focus.cluster.pacing`)."""
         return max(0, self.limit - len(self)) if self.limit else None
 
-    def behind(self) -> bool:
-        """Whether as many responses wait as the limit lets wait."""
-        return self.room() == 0
-
     def full(self) -> bool:
         """Whether the scheduler should hand out nothing now; each time the
         backlog fills up counts in ``focus/frontier/backlog_full``."""
-        full = self.behind()
+        full = self.room() == 0
         if full and not self._was_full:
             self.crawler.stats.inc_value("focus/frontier/backlog_full")
         self._was_full = full
