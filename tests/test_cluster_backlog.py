@@ -21,6 +21,7 @@ from scrapy.utils.test import get_crawler
 
 from harness.redis_server import RedisServer
 from scrapy_focus.cluster.frontier import RedisFrontier
+from scrapy_focus.cluster.lead import Lead
 from scrapy_focus.cluster.link import ClusterLink
 from scrapy_focus.config import FocusConfig
 from scrapy_focus.frontier.backlog import ProcessingBacklog
@@ -131,5 +132,57 @@ def test_while_pages_are_read_a_lease_rides_a_round_made_anyway(
         assert not link.inbox and link.trips["rounds"] == rounds
         assert wait_for(lambda: len(link.inbox) == 1, timeout=3 * link.pacing.heartbeat)
         assert link.trips["heartbeat"] + link.trips["status"] > periodic
+    finally:
+        link.close()
+
+
+def measured(every: float, wait: float, takes: int = 20) -> Lead:
+    """A lead that saw a take every *every* seconds, and a take *wait* seconds after an
+    empty look, ended by a steady lease (the one before it left hosts ready)."""
+    lead = Lead()
+    lead.leased(brought=True, hosts_left=True)
+    lead.leased(brought=True, hosts_left=True)
+    for i in range(takes):
+        lead.took(i * every)
+    lead.empty(takes * every)
+    lead.took(takes * every + wait)
+    return lead
+
+
+def test_the_lead_is_what_the_scheduler_takes_while_a_lease_is_on_its_way() -> None:
+    """Little's law on the node's own measures: an entry taken every 10 ms and a take
+    25 ms after the scheduler found the buffer empty: 2 or 3 entries."""
+    assert Lead().entries == 0  # nothing measured: no lead
+    lead = measured(0.010, 0.025)
+    assert lead.entries == round(0.025 / lead.interval) in (2, 3)
+    # A wait while the cluster had nothing ready is not the link's: no sample.
+    latency = lead.latency
+    lead.leased(brought=False, hosts_left=False)
+    lead.empty(1.0)
+    lead.leased(brought=True, hosts_left=True)
+    lead.took(6.0)
+    assert lead.latency == latency
+    # A slow extraction: a take every 200 ms, the same wait: no lead.
+    assert measured(0.200, 0.025, takes=60).entries == 0
+    assert Lead().cap(None, []) is None  # no backlog limit: no cap
+
+
+def test_a_node_holds_its_lead_while_its_backlog_is_full(redis_server: RedisServer) -> None:
+    """Pages read as fast as a lease arrives: while the backlog is full the node
+    still holds what its scheduler will take before the next lease could come."""
+    frontier = make(redis_server, "a")
+    frontier.push([item(f"u{i}", score=i / 10) for i in range(1, 9)])
+    backlog = backlog_of(1)
+    waiting(backlog, 1)
+    link = started_link(redis_server, frontier, backlog)
+    try:
+        time.sleep(0.3)  # six ticks: full, nothing measured, nothing leased
+        assert not link.inbox
+        lead = measured(0.010, 0.030)  # a take every 10 ms, and 30 ms after a look
+        assert lead.entries >= 2
+        link.lead = lead
+        assert wait_for(lambda: len(link.inbox) == lead.entries)
+        time.sleep(0.3)
+        assert urls(list(link.inbox)) == [f"u{i}" for i in range(8, 8 - lead.entries, -1)]
     finally:
         link.close()

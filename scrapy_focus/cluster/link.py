@@ -1,30 +1,28 @@
 """``ClusterLink``: the node's one thread that talks to Redis, so the reactor never waits on it.
 
-The reactor thread only ever touches memory: it queues what it has to say (pushes,
-releases, acknowledgements, backoffs...) with :meth:`send`, and takes leased entries
-from :attr:`inbox`.  The link's thread looks at least every tick and makes a *round*
-only when one is worth a trip (:mod:`~.pacing` decides: messages linger a few
-milliseconds for company, leases are asked ahead of the downloader's needs but not beyond
-its extraction's room, an empty lease backs off): everything queued of the common
-kinds (pushes, releases, acknowledgements, whatever their number), a heartbeat, a lease
-and a status poll when due, and the other seams' exchanges (:mod:`~.riders`: counters,
-history, breaker, link model) go to Redis in ONE pipelined round trip; the rarer
-messages (a host's policy, a backoff...) each make their own call first.  A batch of
-leased entries wakes the engine (``reactor.callFromThread``), so a node waiting for work
-costs no CPU; a node with nothing to do parks its round in a blocking wait
-(:mod:`~.parking`).
+The reactor thread only ever touches memory: it queues what it has to say (pushes, releases,
+acknowledgements, backoffs...) with :meth:`send`, and takes leased entries from :attr:`inbox`.
+The link's thread looks at least every tick and makes a *round* only when one is worth a trip
+(:mod:`~.pacing` decides: messages linger a few milliseconds for company, leases are asked ahead
+of the downloader's needs but not beyond its extraction's room, an empty lease backs off):
+everything queued of the common kinds (pushes, releases, acknowledgements, whatever their
+number), a heartbeat, a lease and a status poll when due, and the other seams' exchanges
+(:mod:`~.riders`: counters, history, breaker, link model) go to Redis in ONE pipelined round
+trip; the rarer messages (a host's policy, a backoff...) each make their own call first. A batch
+of leased entries wakes the engine (``reactor.callFromThread``), so a node waiting for work
+costs no CPU; a node with nothing to do parks its round in a blocking wait (:mod:`~.parking`).
 
-Redis going away: a failed round keeps its messages (each idempotent, said again), is
-logged once per outage and tried again after a backoff doubling up to
-``FOCUS_CLUSTER_MAX_BACKOFF``.  A lease is not idempotent: one whose reply was lost left
-entries leased to this node, so each status poll reads the node's leases in the same
-round and gives back those it does not hold (``unlease``).  A message Redis refused for
-another reason is logged and dropped: one bad message cannot wedge the link.
+Redis going away: a failed round keeps its messages (each idempotent, said again), is logged
+once per outage and tried again after a backoff doubling up to ``FOCUS_CLUSTER_MAX_BACKOFF``. A
+lease is not idempotent: one whose reply was lost left entries leased to this node, so each
+status poll reads the node's leases in the same round and gives back those it does not hold
+(``unlease``). A message Redis refused for another reason is logged and dropped: one bad message
+cannot wedge the link.
 
-Closing: :meth:`idle` is True once the cluster had nothing queued and nothing leased
-(and this node nothing unsaid) on two status polls at least ``FOCUS_CLUSTER_IDLE_CHECK``
-apart.  :meth:`close` gives back the leases this node took and did not hand out, says
-what is still queued, and stops the thread."""
+Closing: :meth:`idle` is True once the cluster had nothing queued and nothing leased (and this
+node nothing unsaid) on two status polls at least ``FOCUS_CLUSTER_IDLE_CHECK`` apart.
+:meth:`close` gives back the leases this node took and did not hand out, says what is still
+queued, and stops the thread."""
 
 from __future__ import annotations
 
@@ -38,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_focus.cluster.entries import ClusterUnavailable
 from scrapy_focus.cluster.errors import Outage
+from scrapy_focus.cluster.lead import Lead
 from scrapy_focus.cluster.pacing import Pacing
 from scrapy_focus.cluster.parking import Parking
 from scrapy_focus.cluster.riders import Riders
@@ -95,6 +94,7 @@ class ClusterLink:
         # (a len() of the engine's set, which the GIL keeps whole), else want()'s.
         self._room_of = room
         self.backlog: ProcessingBacklog | None = None  # the scheduler's (assembly.py)
+        self.lead = Lead()  # what the scheduler takes while a lease is on its way
         self.pacing = Pacing.of(config, retry_max=IDLE_LOOK)
         self._parking = Parking(frontier)
         self._since: float | None = None  # the earliest unsaid batched message's linger start
@@ -131,11 +131,11 @@ class ClusterLink:
             self._parking.interrupt()
 
     def want(self, room: int) -> None:
-        """The engine asks for requests and its downloader has room for *room*
-        more: the link leases up to that many plus ``FOCUS_CLUSTER_LEASE_AHEAD``
-        (at most ``buffer`` plus that), and keeps the inbox that full."""
+        """The engine found the inbox empty and its downloader has room for *room* more: the
+        link leases up to that many (``buffer`` at most) plus ``FOCUS_CLUSTER_LEASE_AHEAD``."""
         room = max(1, min(room, self.buffer))
         more, self._room = room > self._room or not self._wanted, room
+        self.lead.empty(self.clock())
         if not self._wanted or not self.inbox:
             self._wanted = True
             self._event.set()
@@ -144,6 +144,7 @@ class ClusterLink:
 
     def took(self) -> None:
         """The engine took an entry from the inbox: lease again if it ran down."""
+        self.lead.took(self.clock())
         if self._wanted and len(self.inbox) <= self.room():
             self._event.set()
 
@@ -158,8 +159,8 @@ class ClusterLink:
         return len(self._idle_polls) >= 2 and not self.inbox and not self.unsaid()
 
     def close(self, timeout: float = 10.0, flush: bool = False) -> None:
-        """Say everything queued, give back the leases not handed out, stop;
-        with *flush*, delete the crawl's keys if the whole cluster is done."""
+        """Say everything queued, give back the leases not handed out, stop; with *flush*,
+        delete the crawl's keys if the whole cluster is done."""
         self._flush = flush
         unused = [entry.key for entry in self.inbox]
         self.inbox.clear()
@@ -212,10 +213,8 @@ class ClusterLink:
             return 0  # (no room: nothing chosen ahead of the pages read, as on one machine)
         return self.pacing.lease_need(self.room(), len(self.inbox))
 
-    def _ready_room(self) -> int | None:
-        """Entries of hosts ready now worth leasing: the backlog's room less those buffered."""
-        room = None if self.backlog is None else self.backlog.room()
-        return None if room is None else max(0, room - sum(e.wait <= 0 for e in list(self.inbox)))
+    def _ready_room(self) -> int | None:  # the ready cap (lead.py)
+        return self.lead.cap(None if self.backlog is None else self.backlog.room(), self.inbox)
 
     def _leasing(self) -> bool:
         """A lease worth a round of its own (none while responses are read: it rides one)."""
@@ -294,8 +293,7 @@ class ClusterLink:
         self.pacing.resting, self.pacing.holding = work and self._parkable(), bool(self._held)
 
     def _round(self) -> None:
-        """One look, ONE round trip for the common case (see the module docstring;
-        raises ClusterUnavailable, everything kept)."""
+        """One look, ONE round trip for the common case (raises ClusterUnavailable, all kept)."""
         self._say_single()
         now = self.clock()
         with self._lock:
@@ -373,6 +371,7 @@ class ClusterLink:
     def _leased(self, batch: LeaseBatch, asked: int, now: float) -> None:
         busy = bool(self.inbox or batch.entries) or self.room() < self.buffer
         self.pacing.leased(now, asked, len(batch.entries), batch.wait, busy)
+        self.lead.leased(bool(batch.entries), batch.wait == 0)
         if batch.entries:
             got = self.clock()  # a turn's wait counts from here, never earlier
             batch.entries[:] = [replace(e, due=got + e.wait) for e in batch.entries]
@@ -390,6 +389,7 @@ class ClusterLink:
     def _polled(self, status: Status, now: float) -> None:
         self.status = status
         counts = {**self.frontier.stats, "focus/cluster/round_trips": self.round_trips}
+        counts["focus/cluster/lead"] = self.lead.entries
         counts.update({f"focus/cluster/round_trips/{p}": n for p, n in self.trips.items()})
         self._on_status(status, counts)
         if status.queued or status.leased or self.inbox or self.unsaid():

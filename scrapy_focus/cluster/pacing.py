@@ -19,10 +19,12 @@ trip, and then says everything that is waiting in it:
   chosen when it is leased, and one machine's scheduler chooses a request only when
   it hands it out, and nothing while as many of its responses wait for the extraction
   as it lets wait (``FOCUS_MAX_UNPROCESSED``), so that the pages being read choose
-  the next.  So the node leases nothing then, and otherwise no more entries of hosts
-  ready now than that backlog has room for, less those it holds ready in its buffer
-  (the link's ``ready`` cap; turns kept ahead of hosts with a delay are not capped:
-  their time, not the node, decides when they go).  While some responses are being
+  the next.  So the node leases no more entries of hosts ready now than that backlog
+  has room for (none while it is full) and its *lead* (what its scheduler takes while
+  a lease is on its way, measured: :mod:`~.lead`; none where pages take much longer
+  to read than a lease to come), less those it holds ready in its buffer (the link's
+  ``ready`` cap; turns kept ahead of hosts with a delay are not capped: their time,
+  not the node, decides when they go).  While some responses are being
   read, a lease makes no round of its own: it rides the next round made anyway (a
   release's, a push's, the heartbeat's), so that a lease of one or two entries per
   page does not cost a round per page; with none being read it goes at once;
