@@ -162,6 +162,12 @@ def test_the_lead_is_what_the_scheduler_takes_while_a_lease_is_on_its_way() -> N
     lead.leased(brought=True, hosts_left=True)
     lead.took(6.0)
     assert lead.latency == latency
+    # Waits that vary: the lead holds a margin of their deviation beyond their mean.
+    lead = measured(0.010, 0.025)
+    mean_only = lead.entries
+    lead.empty(0.230)  # just after the last take
+    lead.took(0.230 + 0.045)  # one wait 20 ms longer
+    assert lead.spread > 0 and lead.entries > round(lead.latency / lead.interval) >= mean_only
     # A slow extraction: a take every 200 ms, the same wait: no lead.
     assert measured(0.200, 0.025, takes=60).entries == 0
     assert Lead().cap(None, []) is None  # no backlog limit: no cap

@@ -21,6 +21,9 @@ machine is assumed: both measures follow the crawl at hand.
 
 Each measure is smoothed as TCP smooths its round-trip time (RFC 6298: each sample
 weighs an eighth), so one slow page or one idle spell moves the lead by a fraction.
+The wait is the mean and, as TCP's retransmission timeout, four of its smoothed
+deviations: waits vary (a lease may wait for a round made anyway), and a lead of
+the mean alone still left the scheduler waiting on leases (docs/benchmarks.md).
 The scheduler's thread records takes and empty looks, the link's thread leases; an
 assignment is atomic, and a sample lost to a race only delays the estimate.
 """
@@ -36,6 +39,8 @@ if TYPE_CHECKING:
     from scrapy_focus.cluster.entries import Leased
 
 WEIGHT = 1 / 8  # a new sample's weight in the smoothed measures (RFC 6298's alpha)
+SPREAD_WEIGHT = 1 / 4  # and in the wait's smoothed deviation (RFC 6298's beta)
+MARGIN = 4  # deviations of the wait held beyond its mean (RFC 6298's K)
 
 
 def _smooth(mean: float | None, sample: float) -> float:
@@ -48,6 +53,7 @@ class Lead:
 
     interval: float | None = None  # smoothed seconds between two takes
     latency: float | None = None  # smoothed seconds from an empty look to the next take
+    spread: float = 0.0  # the smoothed deviation of those waits
     last_take: float | None = None
     empty_since: float | None = None  # the scheduler's first empty look since the last lease
     hosts_left: bool = False  # the last lease left hosts ready
@@ -61,7 +67,10 @@ class Lead:
         self.last_take = now
         since, self.empty_since = self.empty_since, None
         if since is not None and self.steady:
-            self.latency = _smooth(self.latency, now - since)
+            wait = now - since
+            if self.latency is not None:
+                self.spread += SPREAD_WEIGHT * (abs(wait - self.latency) - self.spread)
+            self.latency = _smooth(self.latency, wait)
 
     def empty(self, now: float) -> None:
         """The scheduler looked for an entry and the buffer had none (its thread)."""
@@ -78,10 +87,11 @@ class Lead:
 
     @property
     def entries(self) -> int:
-        """Entries the scheduler takes during one lease's wait (0 until measured)."""
+        """Entries the scheduler takes during one lease's wait, with its margin (0 until
+        measured)."""
         if not self.interval or self.latency is None:
             return 0
-        return round(self.latency / self.interval)
+        return round((self.latency + MARGIN * self.spread) / self.interval)
 
     def cap(self, room: int | None, inbox: Iterable[Leased]) -> int | None:
         """Entries of hosts ready now worth leasing: the backlog's *room* (``None``: no
