@@ -2,8 +2,9 @@
 
 One machine's scheduler hands out no request while ``FOCUS_MAX_UNPROCESSED``
 responses wait for the extraction (frontier/backlog.py), so the pages being read
-choose the next.  A node chooses an entry when it leases it, so its link leases
-nothing then either, no more entries ready now than the backlog has room for, and
+choose the next.  A node chooses an entry when it leases it, so its link leases no
+more entries ready now than the backlog has room for and its measured lead (what its
+scheduler takes while a lease is on its way: none before any take was measured), and
 while responses are being read its lease waits for a round made anyway.  A real
 ``ClusterLink`` thread against a real redis-server reads a real ``ProcessingBacklog``;
 only the engine's downloader, whose ``active`` set the backlog counts, is a stand-in

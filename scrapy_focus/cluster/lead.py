@@ -16,8 +16,8 @@ the wake of the engine), both measured on this node as it crawls, rounded to the
 nearest entry.  Where a page takes much longer to read than a lease to arrive (a
 slow extraction, whose choices the cap protects) that is none; where about as long,
 an entry or a few, chosen a lease's trip early: the least that keeps the downloader
-from waiting on Redis.  No figure of a site or a
-machine is assumed: both measures follow the crawl at hand.
+from waiting on Redis.  No figure of a site or a machine is assumed: both measures
+follow the crawl at hand.
 
 Each measure is smoothed as TCP smooths its round-trip time (RFC 6298: each sample
 weighs an eighth), so one slow page or one idle spell moves the lead by a fraction.

@@ -210,7 +210,7 @@ class ClusterLink:
 
     def _lease_size(self, ready: int | None) -> int:  # ready: _ready_room()'s cap
         if not self._wanted or self._stopping or ready == 0:
-            return 0  # (no room: nothing chosen ahead of the pages read, as on one machine)
+            return 0  # (no room nor lead: nothing chosen ahead of the pages read)
         return self.pacing.lease_need(self.room(), len(self.inbox))
 
     def _ready_room(self) -> int | None:  # the ready cap (lead.py)

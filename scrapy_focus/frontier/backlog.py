@@ -72,7 +72,7 @@ class ProcessingBacklog:
     def room(self) -> int | None:
         """How many more responses may wait before the limit (``None``: no limit).
         Side-effect free, so a cluster node's link thread may read it: a node leases
-        no more entries ready now than this (:mod:`scrapy_focus.cluster.pacing`)."""
+        no more entries ready now than this and its lead (:mod:`scrapy_focus.cluster.lead`)."""
         return max(0, self.limit - len(self)) if self.limit else None
 
     def full(self) -> bool:
