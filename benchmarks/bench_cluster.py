@@ -35,7 +35,8 @@ Usage::
     .venv/bin/python benchmarks/bench_cluster.py                 # the full run
     .venv/bin/python benchmarks/bench_cluster.py --scale 0.25    # a quick one
         [--sides scrapy-redis,focus] [--parts queue,seen,many,few,kill,harvest]
-        [--runs 4] [--harvest-runs 3] [--out FILE.md] [--docs] [--workdir DIR]
+        [--runs 4] [--harvest-runs 3] [--harvest-topics asyncio,django-db]
+        [--out FILE.md] [--docs] [--workdir DIR]
 
 ``--docs`` replaces the "## Cluster (bench_cluster.py)" section of
 docs/benchmarks.md with the report.
@@ -64,6 +65,7 @@ from cluster_measures import (
     seen_focus,
     seen_scrapy_redis,
 )
+from harvest_suite import TOPICS
 
 from harness.machine import machine
 from harness.provenance import git_commit
@@ -231,7 +233,8 @@ def harvest_part(args: argparse.Namespace, url: str) -> list[str]:
     from cluster_harvest import HarvestFigures, Run, harvest_on_nodes, pooled_ratio
 
     runs = max(1, args.harvest_runs)
-    got = harvest_on_nodes(args.workdir / "harvest", url, runs=runs)
+    topics = {"topics": args.harvest_topics} if args.harvest_topics else {}
+    got = harvest_on_nodes(args.workdir / "harvest", url, runs=runs, **topics)
     lines = [f"**Harvest** (topics of benchmarks/harvest_suite.py, 4R pages each, {runs} runs, "
              "scrapy-focus only: 2 nodes on one Redis against one node alone, the two "
              "nodes' fetches in one order; two nodes: half the machine's extraction "
@@ -311,12 +314,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--parts", default="queue,seen,many,few,kill,harvest")
     parser.add_argument("--runs", type=int, default=4, help="SIGKILL runs per side")
     parser.add_argument("--harvest-runs", type=int, default=3, help="runs per topic, harvest")
+    parser.add_argument(
+        "--harvest-topics",
+        help="topics of benchmarks/harvest_suite.py, comma-separated, harvest "
+        "(default: cluster_harvest.TOPIC_NAMES)",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--docs", action="store_true", help="write docs/benchmarks.md")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
     args.sides = args.sides.split(",")
     args.parts = args.parts.split(",")
+    args.harvest_topics = tuple(args.harvest_topics.split(",")) if args.harvest_topics else ()
+    if unknown := [name for name in args.harvest_topics if name not in TOPICS]:
+        parser.error(f"--harvest-topics: not topics of benchmarks/harvest_suite.py: {unknown}")
     return args
 
 

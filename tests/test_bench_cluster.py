@@ -99,3 +99,14 @@ def test_the_harvest_part_puts_the_nodes_fetches_in_one_order_by_the_machines_cl
     assert topics[0].ratio == 0.5  # medians: 0.25 against 0.5
     assert pooled_ratio(topics) == (0.25 * 20 + 0.5 * 60) / (0.5 * 20 + 0.5 * 60)
     assert pooled_ratio(topics, "one_node_doubled") == 1.0
+
+
+def test_the_harvest_part_runs_the_topics_asked_and_refuses_unknown_ones(capsys):
+    import pytest
+
+    assert bench_cluster.parse_args([]).harvest_topics == ()  # cluster_harvest's own four
+    asked = bench_cluster.parse_args(["--harvest-topics", "cmake-tutorial,apache-programs"])
+    assert asked.harvest_topics == ("cmake-tutorial", "apache-programs")
+    with pytest.raises(SystemExit):
+        bench_cluster.parse_args(["--harvest-topics", "asyncio,no-such-topic"])
+    assert "no-such-topic" in capsys.readouterr().err
