@@ -31,7 +31,8 @@ two); the figures are medians over the runs, and the goal is read on the sum ove
 the topics of the medians.
 
 :func:`harvest_on_nodes` returns a :class:`HarvestFigures` per topic, or a
-:class:`~cluster_measures.Pending` while the nodes do not share a frontier.
+:class:`~cluster_measures.Pending` while the nodes do not share a frontier; a topic
+name the suite does not have is a ``ValueError``, before any crawl.
 """
 
 from __future__ import annotations
@@ -125,9 +126,11 @@ def _crawl(workdir: Path, commands: list[list[str]]) -> list[Path]:
 def harvest_on_nodes(
     workdir: Path, redis_url: str, topics: tuple[str, ...] = TOPIC_NAMES, runs: int = 3
 ) -> list[HarvestFigures] | Pending:
+    if unknown := [name for name in topics if name not in TOPICS]:
+        raise ValueError(f"not topics of benchmarks/harvest_suite.py: {unknown}")
     if (unwired := focus_wiring(workdir, redis_url)) is not None:
         return unwired
-    specs = [TOPICS[name] for name in topics if name in TOPICS]
+    specs = [TOPICS[name] for name in topics]
     install_packages(missing_packages(specs))
     doubled = [f"CONCURRENT_REQUESTS={2 * CONCURRENCY}",
                f"CONCURRENT_REQUESTS_PER_DOMAIN={2 * CONCURRENCY}"]  # fmt: skip

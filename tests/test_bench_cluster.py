@@ -110,3 +110,8 @@ def test_the_harvest_part_runs_the_topics_asked_and_refuses_unknown_ones(capsys)
     with pytest.raises(SystemExit):
         bench_cluster.parse_args(["--harvest-topics", "asyncio,no-such-topic"])
     assert "no-such-topic" in capsys.readouterr().err
+
+    from cluster_harvest import harvest_on_nodes
+
+    with pytest.raises(ValueError, match="no-such-topic"):  # before any crawl or Redis call
+        harvest_on_nodes(Path("/nonexistent"), "redis://127.0.0.1:1", topics=("no-such-topic",))
