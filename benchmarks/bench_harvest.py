@@ -86,6 +86,7 @@ from harvest_suite import (
     TopicSpec,
     install_packages,
     missing_packages,
+    topic_specs,
 )
 from repo_root import REPO
 from scrapy import signals
@@ -627,10 +628,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     names = args.topics.split(",") if args.topics else list(QUICK if args.quick else TOPICS)
-    unknown = [n for n in names if n not in TOPICS]
-    if unknown:
-        raise SystemExit(f"unknown topics {unknown}; known: {', '.join(TOPICS)}")
-    topics = [TOPICS[name] for name in names]
+    try:
+        topics = topic_specs(names)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     strategies = args.strategies.split(",")
     for strategy in strategies:
         if strategy not in STRATEGIES:

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from bench_harvest import CONCURRENCY, CRAWL_TIMEOUT, HERE, harvest_at, ordering_command, recall_at
 from cluster_measures import Pending, focus_wiring
-from harvest_suite import TOPICS, Farm, install_packages, missing_packages
+from harvest_suite import Farm, install_packages, missing_packages, topic_specs
 
 from harness.crawl import crawl_env, read_jsonl
 
@@ -126,11 +126,9 @@ def _crawl(workdir: Path, commands: list[list[str]]) -> list[Path]:
 def harvest_on_nodes(
     workdir: Path, redis_url: str, topics: tuple[str, ...] = TOPIC_NAMES, runs: int = 3
 ) -> list[HarvestFigures] | Pending:
-    if unknown := [name for name in topics if name not in TOPICS]:
-        raise ValueError(f"not topics of benchmarks/harvest_suite.py: {unknown}")
+    specs = topic_specs(topics)
     if (unwired := focus_wiring(workdir, redis_url)) is not None:
         return unwired
-    specs = [TOPICS[name] for name in topics]
     install_packages(missing_packages(specs))
     doubled = [f"CONCURRENT_REQUESTS={2 * CONCURRENCY}",
                f"CONCURRENT_REQUESTS_PER_DOMAIN={2 * CONCURRENCY}"]  # fmt: skip

@@ -627,6 +627,15 @@ QUICK: tuple[str, ...] = (
 )
 
 
+def topic_specs(names: Iterable[str]) -> list[TopicSpec]:
+    """The suite's topics of *names*, in their order; a ``ValueError`` naming the
+    unknown ones (and the known) if any."""
+    names = list(names)
+    if unknown := [name for name in names if name not in TOPICS]:
+        raise ValueError(f"unknown topics {unknown}; known: {', '.join(TOPICS)}")
+    return [TOPICS[name] for name in names]
+
+
 # -- packages --------------------------------------------------------------------------
 
 

@@ -43,8 +43,8 @@ SPREAD_WEIGHT = 1 / 4  # and in the wait's smoothed deviation (RFC 6298's beta)
 MARGIN = 4  # deviations of the wait held beyond its mean (RFC 6298's K)
 
 
-def _smooth(mean: float | None, sample: float) -> float:
-    return sample if mean is None else mean + WEIGHT * (sample - mean)
+def _smooth(mean: float | None, sample: float, weight: float = WEIGHT) -> float:
+    return sample if mean is None else mean + weight * (sample - mean)
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Lead:
         if since is not None and self.steady:
             wait = now - since
             if self.latency is not None:
-                self.spread += SPREAD_WEIGHT * (abs(wait - self.latency) - self.spread)
+                self.spread = _smooth(self.spread, abs(wait - self.latency), SPREAD_WEIGHT)
             self.latency = _smooth(self.latency, wait)
 
     def empty(self, now: float) -> None:
