@@ -84,8 +84,11 @@ def test_a_raise_of_an_entry_taken_says_so_and_the_index_lives_from_push_to_ack(
     moves.raise_entry(fp("u1"), "h", encode_rank(0, 0.95), b"u1 again")  # leased
     moves.raise_entry(fp("never"), "h", encode_rank(0, 0.95), b"never pushed")
     ride(a, moves)
+    assert not moves.gone  # not yet: a push may follow its raise by a round
+    assert ride(a, moves) == 1  # tried once more, alone
     assert list(moves.gone) == [fp("u1"), fp("never")]
     assert a.stats["focus/cluster/raise_gone"] == 2
+    assert ride(a, moves) == 0  # and then forgotten
     # A requeued entry keeps its index under its new key: it can still be raised.
     moved = a.requeue(first, 0.1)
     assert moved is not None and a.client.hget(a.keys.key("pending"), str(_member("u1")))
@@ -96,6 +99,23 @@ def test_a_raise_of_an_entry_taken_says_so_and_the_index_lives_from_push_to_ack(
     a.release([Release(e.host, e.key, True, time.monotonic()) for e in entries])
     a.ack([e.key for e in entries])
     assert index_sizes(a) == (0, 0)  # nothing queued or leased: nothing indexed
+
+
+def test_a_raise_that_reaches_redis_before_its_push_moves_the_entry_a_round_later(
+    redis_server: RedisServer,
+) -> None:
+    """A round takes its pushes, then asks the riders: a link queued and raised on the
+    reactor in between has its raise in that round and its push in the next."""
+    a, b = make(redis_server, "a"), make(redis_server, "b")
+    a.push([item("u2", score=0.5)])
+    moves = FrontierMoves(b)
+    moves.raise_entry(fp("u1"), "h", encode_rank(0, 0.9), b"u1 from a better page")
+    assert ride(b, moves) == 1 and not moves.gone  # nothing queued yet: kept
+    b.push([item("u1", score=0.2)])  # the next round's push, before its riders
+    assert ride(b, moves) == 1
+    assert b.stats["focus/cluster/raised"] == 1 and not b.stats["focus/cluster/raise_gone"]
+    assert not moves.gone and ride(b, moves) == 0
+    assert urls(a.lease(10).entries) == ["u1 from a better page", "u2"]
 
 
 def _member(url: str) -> int:
@@ -153,6 +173,8 @@ def test_a_node_store_raises_what_it_queued_and_forgets_what_was_taken(
     (entry,) = a.lease(1).entries
     assert entry.payload == b"u1 better" and abs(entry.score - 0.7) < 1e-6
     store.replace(raised[0], "h", 0, 0.8, b"u1 best", fp("u1"))  # taken meanwhile
+    ride(a, moves)
+    assert store.pending_key(fp("u1")) is not None  # its push might be a round behind
     ride(a, moves)
     assert store.pending_key(fp("u1")) is None  # not scored again for a raise
 

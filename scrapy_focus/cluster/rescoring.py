@@ -12,6 +12,11 @@ without the reactor ever waiting on Redis:
   acknowledgement, so the script finds the entry whichever node pushed it, moves it
   only while it is still queued and only up, and says when it was not queued any
   more (leased, done): the node then forgets that score and scores that link no more.
+  Not at the first such answer: a raise queued while a round was being made rides
+  that round, though the push it follows was queued after the round took its
+  pushes, so it can reach Redis first.  A raise is therefore tried once more, in the
+  next round, which carries every push queued before it (pushes before the riders);
+  only a second "not queued" is the entry's;
   A link this node never offered goes to Redis as a push, which raises the entry
   another node queued the same way (``PUSH``, :mod:`~.scripts`);
 * **re-scoring** a window of the best queued entries when the link model has drifted:
@@ -95,6 +100,9 @@ class FrontierMoves:
         self._window_asked = 0  # the window size asked for, 0: none
         self._window: Window | None = None  # read, not taken yet
         self._sent: tuple[list[Raise], dict[str, list[tuple[bytes, bytes]]], int] | None = None
+        # Fingerprints whose raise found no queued entry once: tried again with the next
+        # round (their push may ride it), forgotten at the second such answer.
+        self._retried: set[bytes] = set()
         # Fingerprints whose entry was no longer queued when raised: the node forgets
         # their score (a deque: appended on the link's thread, drained on the reactor's).
         self.gone: collections.deque[bytes] = collections.deque()
@@ -164,12 +172,24 @@ class FrontierMoves:
 
     def _raised(self, raises: list[Raise], outcomes: list[int]) -> None:
         stats = self.frontier.stats
-        for (fingerprint, *_), outcome in zip(raises, outcomes, strict=True):
-            if outcome == 1:
-                stats["focus/cluster/raised"] += 1
-            elif outcome < 0:
+        again: list[Raise] = []
+        tried_before = set(self._retried)  # (one link raised twice in a round: both again)
+        for entry, outcome in zip(raises, outcomes, strict=True):
+            fingerprint = entry[0]
+            if outcome >= 0:
+                self._retried.discard(fingerprint)
+                if outcome == 1:
+                    stats["focus/cluster/raised"] += 1
+            elif fingerprint not in tried_before:
+                self._retried.add(fingerprint)
+                again.append(entry)
+            else:
+                self._retried.discard(fingerprint)
                 stats["focus/cluster/raise_gone"] += 1
                 self.gone.append(fingerprint)
+        if again:
+            with self._lock:
+                self._raises[:0] = again
 
     def failed(self, error: Exception) -> None:
         if self._sent is not None:
