@@ -173,8 +173,21 @@ Scorer = Callable[[str, list[Doc]], list[float]]
 
 
 def replayed(text: str, docs: list[Doc]) -> list[float]:
+    """The crawler's page relevance: its text, raised by the topic's words in its URL."""
+    topic = Topic(text)
+    return [topic.page_relevance(d.title, list(d.headings), d.text, _url(d)) for d in docs]
+
+
+def text_only(text: str, docs: list[Doc]) -> list[float]:
+    """The page relevance of its text alone (the crawler's before its URL counted);
+    the blends below start from it, as they were measured."""
     topic = Topic(text)
     return [topic.page_relevance(d.title, list(d.headings), d.text) for d in docs]
+
+
+def _url(doc: Doc) -> str:
+    site, _, path = doc.key.partition("/")
+    return f"http://{site}/{path}"
 
 
 class _FeedbackTopic(Topic):
@@ -245,14 +258,14 @@ def semantic(text: str, docs: list[Doc]) -> list[float]:
 
 def blended(share: float) -> Scorer:
     def score(text: str, docs: list[Doc]) -> list[float]:
-        pairs = zip(replayed(text, docs), semantic(text, docs), strict=True)
+        pairs = zip(text_only(text, docs), semantic(text, docs), strict=True)
         return [(1 - share) * lexical + share * meaning for lexical, meaning in pairs]
 
     return score
 
 
 def directory(text: str, docs: list[Doc], share: float = 0.5) -> list[float]:
-    scores = replayed(text, docs)
+    scores = text_only(text, docs)
     by_directory: dict[str, list[float]] = defaultdict(list)
     out = []
     for doc, score in zip(docs, scores, strict=True):
@@ -263,7 +276,7 @@ def directory(text: str, docs: list[Doc], share: float = 0.5) -> list[float]:
 
 
 def parent(text: str, docs: list[Doc], share: float = 0.4) -> list[float]:
-    scores = replayed(text, docs)
+    scores = text_only(text, docs)
     final: dict[str, float] = {}
     linked_from: dict[str, list[str]] = defaultdict(list)
     out = []
@@ -280,8 +293,107 @@ def parent(text: str, docs: list[Doc], share: float = 0.4) -> list[float]:
     return out
 
 
+def url_in_page(weight: int) -> Scorer:
+    """The crawler's scorer with the page's own URL words counted *weight* times
+    among its terms (as its title counts three times)."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        out = []
+        for d in docs:
+            title, heading, body = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
+            url = topic.expand(url_terms(_url(d)))
+            topic.observe([*title, *heading, *body, *url])
+            cosine = topic.similarity([*url * weight, *title * 3, *heading * 2, *body])
+            out.append(cosine / (cosine + topic.scale) if cosine > 0 else 0.0)
+        return out
+
+    return score
+
+
+def url_coverage(share: float) -> Scorer:
+    """The crawler's scorer blended with how much of the topic the page's URL holds."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        out = []
+        for d in docs:
+            relevance = topic.page_relevance(d.title, list(d.headings), d.text)
+            covered = topic.coverage(topic.expand(url_terms(_url(d))))
+            out.append((1 - share) * relevance + share * covered)
+        return out
+
+    return score
+
+
+def url_raise(share: float) -> Scorer:
+    """The crawler's scorer raised toward 1 by how much of the topic the page's URL
+    holds: ``1 - (1 - relevance) * (1 - share * coverage)``, never below the relevance."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        out = []
+        for d in docs:
+            relevance = topic.page_relevance(d.title, list(d.headings), d.text)
+            covered = topic.coverage(topic.expand(url_terms(_url(d))))
+            out.append(1 - (1 - relevance) * (1 - share * covered))
+        return out
+
+    return score
+
+
+class _BackgroundTopic(Topic):
+    """The crawler's topic whose document frequencies count each page at
+    ``weight``, and no page after the first *frozen* (0: every page)."""
+
+    def __init__(self, text: str, frozen: int = 0) -> None:
+        super().__init__(text)
+        self.frozen = frozen
+        self.weight = 1.0
+
+    def observe(self, page_terms: Iterable[str]) -> None:
+        if self.frozen and self.doc_count >= self.frozen:
+            return
+        self.doc_count += self.weight  # type: ignore[assignment]
+        for term in set(page_terms):
+            self.doc_freq[term] += self.weight  # type: ignore[assignment]
+
+
+def background(weighted: bool, frozen: int = 0) -> Scorer:
+    """IDF over the site's background: the pages counted at ``1 - relevance`` (their
+    relevance before they are counted), or only the first *frozen* pages."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = _BackgroundTopic(text, frozen)
+        out = []
+        for d in docs:
+            if weighted:
+                topic.weight = 0.0
+                topic.weight = 1.0 - topic.page_relevance(d.title, list(d.headings), d.text)
+            out.append(topic.page_relevance(d.title, list(d.headings), d.text))
+        return out
+
+    return score
+
+
+def url_scaled(gain: float) -> Scorer:
+    """The crawler's scorer scaled up by how much of the topic the page's URL holds:
+    ``min(1, relevance * (1 + gain * coverage))`` (a page without topical text stays 0)."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        out = []
+        for d in docs:
+            relevance = topic.page_relevance(d.title, list(d.headings), d.text)
+            covered = topic.coverage(topic.expand(url_terms(_url(d))))
+            out.append(min(1.0, relevance * (1 + gain * covered)))
+        return out
+
+    return score
+
+
 def self_trained(text: str, docs: list[Doc], share: float = 0.7) -> list[float]:
-    scores = replayed(text, docs)
+    scores = text_only(text, docs)
     rows = tfidf([url_bag(d) for d in docs])
     out, weights = [], None
     for i, score in enumerate(scores):
@@ -324,16 +436,23 @@ def supervised(
 
 SCORERS: dict[str, Scorer] = {
     "replayed": replayed,
+    "text only": text_only,
     "directory": directory,
     "parent": parent,
     "self-trained": self_trained,
+    "IDF frozen after 30 pages": background(weighted=False, frozen=30),
+    "IDF of the background (pages weighted 1 - relevance)": background(weighted=True),
+    "URL words in the page three times": url_in_page(3),
+    "raised by its URL's coverage (three fifths)": url_raise(0.6),
+    "scaled by its URL's coverage (gain 2)": url_scaled(2.0),
+    "blended with its URL's coverage (two fifths)": url_coverage(0.4),
     "feedback top 3 β 0.6": feedback(3, 0.6),
     "feedback top 10 β 0.3": feedback(10, 0.3),
     "feedback top 10 β 1": feedback(10, 1.0),
     "with two example pages": with_examples,
     "semantic": semantic,
-    "replayed + semantic (a fifth)": blended(0.2),
-    "replayed + semantic (a third)": blended(1 / 3),
+    "text only + semantic (a fifth)": blended(0.2),
+    "text only + semantic (a third)": blended(1 / 3),
     "supervised (text)": supervised(text_bag),
     "supervised (URL)": supervised(url_bag),
     "supervised (text and URL)": supervised((text_bag, url_bag)),

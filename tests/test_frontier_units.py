@@ -161,6 +161,21 @@ def test_page_relevance_prefers_pages_about_the_topic():
     assert on > 0.5 > off
 
 
+def test_the_topics_words_in_a_pages_url_raise_its_relevance_but_never_make_it():
+    topic = Topic("CTest commands for scripting testing dashboards")
+    page = ("ctest_build", [], "Perform the build step of a dashboard client. " * 5)
+    opaque = topic.page_relevance(*page, url="http://cmake.test/page?id=42")
+    named = topic.page_relevance(*page, url="http://cmake.test/command/ctest_build.html")
+    assert 0 < opaque < named <= 2 * opaque
+    assert topic.page_relevance(*page) == opaque  # without a URL: the text alone
+    # a page whose text misses the topic stays at 0, whatever its URL holds
+    empty = ("Index", [], "Bread, flour and yeast.")
+    assert topic.page_relevance(*empty, url="http://cmake.test/ctest/commands/testing/") == 0
+    # and the raise is bounded: a relevance of 1 at most
+    full = ("CTest commands", ["Testing dashboards"], "CTest commands script dashboards. " * 20)
+    assert topic.page_relevance(*full, url="http://x.test/ctest-commands-testing") <= 1.0
+
+
 def test_topic_without_words_is_a_clear_error():
     with pytest.raises(ValueError, match="FOCUS_TOPIC"):
         Topic("the of and")

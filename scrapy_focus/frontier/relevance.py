@@ -101,4 +101,4 @@ class FocusModel:
             return max(0.0, min(1.0, float(self.classifier(page))))
         if self.topic is None:
             return None
-        return self.topic.page_relevance(page.title or "", page.headings, page.text)
+        return self.topic.page_relevance(page.title or "", page.headings, page.text, page.url)

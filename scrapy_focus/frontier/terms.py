@@ -6,7 +6,7 @@
   weighted term profile; IDF statistics are learned from the pages the crawl
   reads, so common words of *this* site stop counting as topical.
   :meth:`Topic.page_relevance` scores a page in [0, 1] from its title,
-  headings and main text.
+  headings and main text, raised by the topic's words in its URL.
 
 Pure computations on text and numbers, testable without a crawl.
 """
@@ -179,7 +179,9 @@ class Topic:
                 covered += weight
         return covered / total if total else 0.0
 
-    def page_relevance(self, title: str, headings: Iterable[str], text: str) -> float:
+    def page_relevance(
+        self, title: str, headings: Iterable[str], text: str, url: str | None = None
+    ) -> float:
         """How much a page is about the topic, in [0, 1].
 
         The cosine of the page (title weighted 3, headings 2, main text 1) with
@@ -187,13 +189,22 @@ class Topic:
         ``scale`` scores 0.5, the default relevance threshold.  On the Python
         docs, pages of a topic's own section sit at cosines of 0.15 to 0.4, the
         rest below 0.1 (docs/frontier.md).
+
+        With the page's *url*, that is multiplied by one plus the share of the
+        topic its URL's words hold (:meth:`coverage`, compounds expanded), up
+        to 1: sites file a section's pages under the section's name, and a
+        page's own URL is evidence its text may not repeat.  A page whose text
+        misses the topic stays at 0, whatever its URL says.
         """
         title_terms = terms(title or "")
         heading_terms = terms(" ".join(headings))
         body_terms = terms(text[:50_000])
         self.observe([*title_terms, *heading_terms, *body_terms])
         cosine = self.similarity([*title_terms * 3, *heading_terms * 2, *body_terms])
-        return cosine / (cosine + self.scale) if cosine > 0 else 0.0
+        relevance = cosine / (cosine + self.scale) if cosine > 0 else 0.0
+        if url and relevance:
+            relevance = min(1.0, relevance * (1.0 + self.coverage(self.expand(url_terms(url)))))
+        return relevance
 
 
 def _compound_of(term: str, topic_terms: Iterable[str]) -> str | None:
