@@ -16,7 +16,7 @@ without the reactor ever waiting on Redis:
   that round, though the push it follows was queued after the round took its
   pushes, so it can reach Redis first.  A raise is therefore tried once more, in the
   next round, which carries every push queued before it (pushes before the riders);
-  only a second "not queued" is the entry's;
+  only a second "not queued" is the entry's.
   A link this node never offered goes to Redis as a push, which raises the entry
   another node queued the same way (``PUSH``, :mod:`~.scripts`);
 * **re-scoring** a window of the best queued entries when the link model has drifted:
