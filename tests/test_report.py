@@ -30,6 +30,9 @@ from tests.crawl import run_focus_crawl
 
 ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"
 HOSTILE_TITLE = '<script>alert("title")</script>Stars & planets <img src=x onerror=alert(1)>'
+# Named by the topic's words, as its text is: among the most relevant pages, which the
+# report lists (the farm's astronomy pages have the topic's name in their URLs too).
+HOSTILE_PATH = "/evil/astronomy-stars-planets-telescopes-galaxies-comets.html"
 STARS = (
     "Stars and planets seen through a telescope: the galaxies, comets and nebulae of the "
     "night sky, their orbits, the astronomy of the solar system and of distant stars. "
@@ -47,7 +50,7 @@ def hostile_page() -> str:
 def seed_page() -> str:
     return (
         "<!DOCTYPE html><html><head><title>Start</title></head><body>"
-        '<a href="/evil/stars.html">Stars and planets</a> '
+        f'<a href="{HOSTILE_PATH}">Stars and planets</a> '
         '<a href="/topics/index.html">Topics</a> <a href="/contract/crash.html">A crash</a>'
         "</body></html>"
     )
@@ -62,7 +65,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     workdir = tmp_path_factory.mktemp("report")
     with Farm() as farm:
         farm.set_page("/start.html", seed_page())
-        farm.set_page("/evil/stars.html", hostile_page())
+        farm.set_page(HOSTILE_PATH, hostile_page())
         farm.set_page("/contract/crash.html", hostile_page())  # its extraction crashes
         result = run_focus_crawl(
             workdir,
