@@ -311,37 +311,6 @@ def url_in_page(weight: int) -> Scorer:
     return score
 
 
-def url_coverage(share: float) -> Scorer:
-    """The crawler's scorer blended with how much of the topic the page's URL holds."""
-
-    def score(text: str, docs: list[Doc]) -> list[float]:
-        topic = Topic(text)
-        out = []
-        for d in docs:
-            relevance = topic.page_relevance(d.title, list(d.headings), d.text)
-            covered = topic.coverage(topic.expand(url_terms(_url(d))))
-            out.append((1 - share) * relevance + share * covered)
-        return out
-
-    return score
-
-
-def url_raise(share: float) -> Scorer:
-    """The crawler's scorer raised toward 1 by how much of the topic the page's URL
-    holds: ``1 - (1 - relevance) * (1 - share * coverage)``, never below the relevance."""
-
-    def score(text: str, docs: list[Doc]) -> list[float]:
-        topic = Topic(text)
-        out = []
-        for d in docs:
-            relevance = topic.page_relevance(d.title, list(d.headings), d.text)
-            covered = topic.coverage(topic.expand(url_terms(_url(d))))
-            out.append(1 - (1 - relevance) * (1 - share * covered))
-        return out
-
-    return score
-
-
 class _BackgroundTopic(Topic):
     """The crawler's topic whose document frequencies count each page at
     ``weight``, and no page after the first *frozen* (0: every page)."""
@@ -376,9 +345,9 @@ def background(weighted: bool, frozen: int = 0) -> Scorer:
     return score
 
 
-def url_scaled(gain: float) -> Scorer:
-    """The crawler's scorer scaled up by how much of the topic the page's URL holds:
-    ``min(1, relevance * (1 + gain * coverage))`` (a page without topical text stays 0)."""
+def with_url(combine: Callable[[float, float], float]) -> Scorer:
+    """The text's relevance combined with how much of the topic the page's URL holds
+    (``combine(relevance, coverage)``): the forms of the URL's evidence measured."""
 
     def score(text: str, docs: list[Doc]) -> list[float]:
         topic = Topic(text)
@@ -386,7 +355,7 @@ def url_scaled(gain: float) -> Scorer:
         for d in docs:
             relevance = topic.page_relevance(d.title, list(d.headings), d.text)
             covered = topic.coverage(topic.expand(url_terms(_url(d))))
-            out.append(min(1.0, relevance * (1 + gain * covered)))
+            out.append(combine(relevance, covered))
         return out
 
     return score
@@ -443,9 +412,14 @@ SCORERS: dict[str, Scorer] = {
     "IDF frozen after 30 pages": background(weighted=False, frozen=30),
     "IDF of the background (pages weighted 1 - relevance)": background(weighted=True),
     "URL words in the page three times": url_in_page(3),
-    "raised by its URL's coverage (three fifths)": url_raise(0.6),
-    "scaled by its URL's coverage (gain 2)": url_scaled(2.0),
-    "blended with its URL's coverage (two fifths)": url_coverage(0.4),
+    # never below the relevance, but a page without topical text reaches 0.6 on its URL
+    "raised by its URL's coverage (three fifths)": with_url(
+        lambda r, c: 1 - (1 - r) * (1 - 0.6 * c)
+    ),
+    # the crawler's form with twice the gain
+    "scaled by its URL's coverage (gain 2)": with_url(lambda r, c: min(1.0, r * (1 + 2 * c))),
+    # lowers every page whose URL names no topic word
+    "blended with its URL's coverage (two fifths)": with_url(lambda r, c: 0.6 * r + 0.4 * c),
     "feedback top 3 β 0.6": feedback(3, 0.6),
     "feedback top 10 β 0.3": feedback(10, 0.3),
     "feedback top 10 β 1": feedback(10, 1.0),
