@@ -85,7 +85,9 @@ end
 return out
 """
 
-Raise = tuple[bytes, str, bytes, bytes]  # fingerprint, host, new rank, payload
+# fingerprint, host, new rank, payload, and whether Redis already found no entry for it
+# once (a raise is tried again with the next round: its push may ride that one)
+Raise = tuple[bytes, str, bytes, bytes, bool]
 Window = dict[str, list[tuple[bytes, bytes]]]  # host -> its best (key, payload), best first
 
 
@@ -100,9 +102,6 @@ class FrontierMoves:
         self._window_asked = 0  # the window size asked for, 0: none
         self._window: Window | None = None  # read, not taken yet
         self._sent: tuple[list[Raise], dict[str, list[tuple[bytes, bytes]]], int] | None = None
-        # Fingerprints whose raise found no queued entry once: tried again with the next
-        # round (their push may ride it), forgotten at the second such answer.
-        self._retried: set[bytes] = set()
         # Fingerprints whose entry was no longer queued when raised: the node forgets
         # their score (a deque: appended on the link's thread, drained on the reactor's).
         self.gone: collections.deque[bytes] = collections.deque()
@@ -113,7 +112,7 @@ class FrontierMoves:
         if len(payload) > MAX_PAYLOAD:
             return  # its push was refused as well: nothing queued to raise
         with self._lock:
-            self._raises.append((fingerprint, valid_host(host), rank, payload))
+            self._raises.append((fingerprint, valid_host(host), rank, payload, False))
 
     def rekey(self, host: str, moves: list[tuple[bytes, bytes]]) -> None:
         """Move each ``(key, new rank)`` of *host* while it is queued."""
@@ -143,7 +142,7 @@ class FrontierMoves:
         calls: list[Call] = []
         if raises:
             args: list[Any] = []
-            for fingerprint, host, rank, payload in raises:
+            for fingerprint, host, rank, payload, _ in raises:
                 args += [seen.member(fingerprint), host, rank, payload]
             calls.append(Call("RAISE", args))
         for host, moves in rekeys.items():
@@ -173,20 +172,14 @@ class FrontierMoves:
     def _raised(self, raises: list[Raise], outcomes: list[int]) -> None:
         stats = self.frontier.stats
         again: list[Raise] = []
-        tried_before = set(self._retried)  # (one link raised twice in a round: both again)
         for entry, outcome in zip(raises, outcomes, strict=True):
-            fingerprint = entry[0]
-            if outcome >= 0:
-                self._retried.discard(fingerprint)
-                if outcome == 1:
-                    stats["focus/cluster/raised"] += 1
-            elif fingerprint not in tried_before:
-                self._retried.add(fingerprint)
-                again.append(entry)
-            else:
-                self._retried.discard(fingerprint)
+            if outcome == 1:
+                stats["focus/cluster/raised"] += 1
+            elif outcome < 0 and not entry[4]:
+                again.append((*entry[:4], True))
+            elif outcome < 0:
                 stats["focus/cluster/raise_gone"] += 1
-                self.gone.append(fingerprint)
+                self.gone.append(entry[0])
         if again:
             with self._lock:
                 self._raises[:0] = again
