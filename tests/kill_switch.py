@@ -1,6 +1,13 @@
-"""An extension that kills its own crawl (SIGKILL) at one chosen moment: when the
-frontier has been told that the page at ``FOCUS_TEST_KILL_AFTER`` (a path) is
-done, with the frontier's writes so far committed, as the store's timer would."""
+"""Extensions that kill their own crawl (SIGKILL) at one chosen moment.
+
+``KillAfterPageDone``: when the frontier has been told that the page at
+``FOCUS_TEST_KILL_AFTER`` (a path) is done, with the frontier's writes so far
+committed, as the store's timer would.
+
+``KillBeforePush``: when the frontier is about to queue the link to
+``FOCUS_TEST_KILL_BEFORE_PUSH`` (a path), its admission otherwise done; the
+store's timer is made due at every write (``commit_interval`` 0), so whatever
+the store lets a write commit is on disk at the kill."""
 
 from __future__ import annotations
 
@@ -34,3 +41,26 @@ class KillAfterPageDone:
         if urlsplit(request.url).path == self.path:
             self.crawler.engine._slot.scheduler.store.commit()
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillBeforePush:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.path = crawler.settings["FOCUS_TEST_KILL_BEFORE_PUSH"]
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> KillBeforePush:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Any) -> None:
+        store = self.crawler.engine._slot.scheduler.store
+        store.batch.commit_interval = 0  # every write is a second after the last
+        push = store.push
+
+        def push_or_die(host: str, priority: int, score: float, payload: bytes, *args: Any) -> Any:
+            if self.path.encode() in payload:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return push(host, priority, score, payload, *args)
+
+        store.push = push_or_die

@@ -9,6 +9,8 @@ import subprocess
 import time
 from collections import defaultdict
 
+import pytest
+
 from harness.crawl import STATS_EXTENSION, crawl_env, focus_crawl_command
 from harness.farm import SECTIONS, TOPIC_PAGES
 from scrapy_focus.corpus.reader import Corpus
@@ -233,40 +235,51 @@ def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(farm
         assert {page.url for page in corpus} >= {farm.url(f"/graph/{n}.html") for n in nodes}
 
 
-def test_a_kill_right_after_a_page_is_done_loses_none_of_its_links(farm, tmp_path):
+# A crawl killed at a chosen moment (tests/kill_switch.py), then resumed: (the kill
+# switch, its setting, the path it kills at, a page fetched before the kill, a link
+# of it not fetched).
+KILL_MOMENTS = {
     # Scrapy enqueues a callback's requests after the callback has finished (its
     # scraper buffers the output): the crawl is killed in between, with the
     # frontier's writes committed.  The page must still be leased, so the resumed
     # crawl reads it again and finds its links.
+    "right after a page is done": (
+        "KillAfterPageDone", "FOCUS_TEST_KILL_AFTER", "/graph/1.html", "/graph/1.html",
+        "/graph/11.html",
+    ),
+    # A link's seen mark and its entry are one commit: a kill between them (with the
+    # store's timer due at every write) must not leave the link marked seen but never
+    # queued, which the resumed crawl, reading its page again, would take for a page
+    # already queued.
+    "while a link is admitted": (
+        "KillBeforePush", "FOCUS_TEST_KILL_BEFORE_PUSH", "/graph/31.html", "/graph/3.html",
+        "/graph/31.html",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("moment", KILL_MOMENTS)
+def test_a_kill_at_any_moment_loses_no_page_and_no_link(farm, tmp_path, moment):
+    switch, setting, path, fetched_first, not_yet = KILL_MOMENTS[moment]
     nodes = {0} | set(range(1, 11)) | set(range(11, 111))
     settings = {
         "JOBDIR": str(tmp_path / "job"),
         "FOCUS_MAX_DEPTH": 2,
         "CONCURRENT_REQUESTS": 1,
+        "ROBOTSTXT_OBEY": False,
     }
     since = time.monotonic()
-    killed = run_focus_crawl(
-        tmp_path,
-        [farm.url("/graph/0.html")],
-        None,
-        {
-            **settings,
-            "EXTENSIONS": {
-                STATS_EXTENSION: 0,
-                "tests.kill_switch.KillAfterPageDone": 0,
-            },
-            "FOCUS_TEST_KILL_AFTER": "/graph/1.html",
-        },
-    )
+    kill = {"EXTENSIONS": {STATS_EXTENSION: 0, f"tests.kill_switch.{switch}": 0}, setting: path}
+    killed = run_focus_crawl(tmp_path, [farm.url("/graph/0.html")], None, {**settings, **kill})
     assert killed.returncode == -signal.SIGKILL, killed.log[-3000:]
     first = {path for _, _, path in network_log(farm, since)}
-    assert "/graph/1.html" in first and "/graph/11.html" not in first
+    assert fetched_first in first and not_yet not in first
 
     resumed = run_focus_crawl(tmp_path, [farm.url("/graph/0.html")], None, settings)
     assert resumed.returncode == 0, resumed.log[-3000:]
     assert resumed.stats["finish_reason"] == "finished"
     fetched = {path for _, _, path in network_log(farm, since) if path.startswith("/graph/")}
-    assert {f"/graph/{n}.html" for n in nodes} <= fetched
+    assert {f"/graph/{n}.html" for n in nodes} - fetched == set()
     # Every page's lease was released: reopening the store puts none back in line.
     store = LmdbFrontierStore(tmp_path / "job" / "focus-frontier")
     try:

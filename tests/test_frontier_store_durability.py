@@ -56,6 +56,27 @@ def test_a_kill_undoes_queue_leases_and_seen_set_together(tmp_path):
     reopened.close()
 
 
+def test_no_commit_falls_inside_atomic_so_a_seen_mark_is_durable_only_with_its_entry(tmp_path):
+    store = LmdbFrontierStore(tmp_path / "f", commit_every=1)  # every write due
+    block = store.atomic()
+    block.__enter__()  # a block the kill never leaves
+    assert store.seen_add(b"a" * 20)
+    kill(store)  # between the mark and its push
+
+    reopened = LmdbFrontierStore(tmp_path / "f", commit_every=1)
+    assert reopened.seen_add(b"a" * 20) is True  # not marked: the link is found again
+    with reopened.atomic():
+        with reopened.atomic():  # nested: still one commit, at the outer end
+            assert reopened.seen_add(b"b" * 20)
+        reopened.push("h", 0, 0.5, b"b")
+    kill(reopened)  # after the block: what fell due inside is committed
+
+    again = LmdbFrontierStore(tmp_path / "f")
+    assert again.seen_add(b"b" * 20) is False
+    assert len(again) == 1 and again.pop("h").payload == b"b"
+    again.close()
+
+
 def test_reads_see_writes_not_yet_committed(tmp_path):
     store = LmdbFrontierStore(tmp_path / "f", commit_every=10**6, commit_interval=3600)
     key = store.push("h", 0, 0.5, b"x")

@@ -31,6 +31,7 @@ saves nor restores them.
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,11 @@ class NodeStore:
 
     def hosts(self) -> Iterator[str]:
         return iter(())  # the hosts' queues are in Redis
+
+    def atomic(self) -> contextlib.AbstractContextManager[None]:
+        # A push is one step in Redis with its seen check; the node's own seen
+        # memory goes with the process, so nothing outlives a kill half-written.
+        return contextlib.nullcontext()
 
     # -- pushing
 

@@ -1,30 +1,27 @@
 """``FocusScheduler``: the single place that decides what is fetched next.
 
-Every request the engine schedules passes through :meth:`enqueue_request`
-(seeds, links, redirect targets, retries, escalations): its fingerprint and the
-seen set (:mod:`.dupes`); the scope and crawler-trap guards (:mod:`.admission`,
-:mod:`.traps`), which check a redirect target like any link, so a redirect
-never widens the crawl; a score in [0, 1] from the link's context
-(:mod:`.relevance`; a ``Request.priority`` set by the user wins over it); then
-the store (:mod:`.seams`, :mod:`.store_local`), ordered per host.
+Every request the engine schedules passes through :meth:`enqueue_request` (seeds, links,
+redirect targets, retries, escalations): its fingerprint and the seen set (:mod:`.dupes`);
+the scope and crawler-trap guards (:mod:`.admission`, :mod:`.traps`), which check a redirect
+target like any link, so a redirect never widens the crawl; a score in [0, 1] from the
+link's context (:mod:`.relevance`; a ``Request.priority`` set by the user wins over it);
+then the store (:mod:`.seams`, :mod:`.store_local`), ordered per host, its seen mark and
+its entry in one commit.
 
-:meth:`next_request` returns the best-scoring request among the hosts that are
-*ready* (:mod:`.politeness`, :mod:`.hosts`), best-first across hosts, or
-``None`` while no host is ready; it then asks the engine to call again when
-the first host becomes ready, so waiting costs no CPU.  What a taken request
-leads to is tracked by :mod:`.leases`; its page's lease is acknowledged once
-everything it yielded is in the frontier.
+:meth:`next_request` returns the best-scoring request among the hosts that are *ready*
+(:mod:`.politeness`, :mod:`.hosts`), best-first across hosts, or ``None`` while no host is
+ready; it then asks the engine to call again when the first host becomes ready, so waiting
+costs no CPU.  What a taken request leads to is tracked by :mod:`.leases`; its page's lease
+is acknowledged once everything it yielded is in the frontier.
 
 What a user yields that is not a web page to rank (a start request or a request from a
-signal handler with a scheme other than http/https: ``data:``, ``file:``, ``ftp:``, an
-unknown one) goes to the downloader like in Scrapy, whose handlers fetch it or fail with
-``NotSupported``; links found on pages are limited to ``FOCUS_SCHEMES``.  Requests are
-ordered by the frontier, not by Scrapy's queue settings (``SCHEDULER_PRIORITY_QUEUE``,
-``SCHEDULER_*_QUEUE``): a start-up warning names any the user set; Scrapy's
-``scheduler/*`` stats are kept.
-
-The crawl stops by itself on the conditions of :mod:`.stopping`, and when the store
-cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`)."""
+signal handler with a scheme other than http/https: ``data:``, ``file:``, ``ftp:``, an unknown
+one) goes to the downloader like in Scrapy, whose handlers fetch it or fail with
+``NotSupported``; links found on pages are limited to ``FOCUS_SCHEMES``.  Requests are ordered
+by the frontier, not by Scrapy's queue settings (``SCHEDULER_PRIORITY_QUEUE``,
+``SCHEDULER_*_QUEUE``): a start-up warning names any the user set; Scrapy's ``scheduler/*``
+stats are kept.  The crawl stops by itself on the conditions of :mod:`.stopping`, and when
+the store cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`)."""
 
 from __future__ import annotations
 
@@ -188,6 +185,10 @@ class FocusScheduler(BaseScheduler):
         return self._admit(request)
 
     def _admit(self, request: Request) -> bool:
+        with self._store().atomic():  # the seen mark is durable only with the entry
+            return self._admit_in(request)
+
+    def _admit_in(self, request: Request) -> bool:
         store = self._store()
         state = link_state(request)
         arrival = arrival_of(request, state, self.crawl_scope.empty)
@@ -204,9 +205,7 @@ class FocusScheduler(BaseScheduler):
         # Only a request that skips the duplicate check (a retry, an escalation, a breaker
         # hold) is the page's own coming back; a link to it found meanwhile is not.
         came_back = self.leases.came_back(fingerprint) if request.dont_filter else None
-        if came_back is not None:
-            # The page's dispatched request came back without a response: its per-host
-            # slot is free again.
+        if came_back is not None:  # back without a response: its host's slot is free again
             self._release(came_back, network=False)
         if not self.duplicates.admit(request, store.seen_add(fingerprint)):
             self._rediscovered(request, fingerprint)

@@ -19,6 +19,7 @@ Each protocol's docstring is its contract.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -61,6 +62,9 @@ class FrontierStore(Protocol):
       the seeds gave), written in the same transaction as the queue.
     * ``quarantine(entry, reason)``: the taken *entry* is not a request this
       node can read; a shared store keeps it aside for a person to read.
+    * ``atomic()`` is a context manager: what is written inside is durable
+      together or not at all (a kill keeps no seen mark without its entry).
+      A store whose every call is already one step (a shared one) does nothing.
     * ``len(store)`` is the number of entries queued; ``count_host(host)``
       those of one host.  A write the store cannot make raises
       :class:`~scrapy_focus.faults.StorageError`, and the store takes no more.
@@ -68,6 +72,7 @@ class FrontierStore(Protocol):
 
     def __len__(self) -> int: ...
     def hosts(self) -> Iterator[str]: ...
+    def atomic(self) -> AbstractContextManager[None]: ...
     def push(
         self,
         host: str,

@@ -13,38 +13,37 @@ lease back in the queue.  A key noted by ``seen_pending`` before a pop, a
 re-score or a kill is simply not found afterwards (keys are never reused).
 Query variants per path (the trap guard) are counted on disk, not in memory.
 
-Durability: every call works in one open LMDB write transaction, committed
-every ``commit_every`` writes or ``commit_interval`` seconds (whichever comes
-first), at :meth:`commit` and at :meth:`close`; reads see the writes not yet
-committed.  A crawl killed (SIGKILL) therefore resumes from the state of the
-last commit, an earlier state of the whole store at once (queue, leases, seen
-set, sequence): a push of the last second may be undone, but then so is the
-acknowledgement of the page it was found on (acknowledged after its links
-were pushed), so that page is still leased, goes back in line and is read
-again (from the corpus), and its links are discovered again; their seen marks
-were undone with them.  A request popped or acknowledged in that second comes
-back: at least once, never lost.  ``sync=False``: a commit reaches the OS,
-not the platter; the machine losing power may lose more.
+Durability: the writes are batched into commits (:mod:`.commits`); a link's
+seen mark and its entry are in one (:meth:`atomic`), and the sequence is
+written with every commit, never behind the keys that use it.  A crawl killed
+(SIGKILL) therefore resumes from the state of the last commit, an earlier
+state of the whole store at once (queue, leases, seen set, sequence): a push
+of the last second may be undone, but then so is the acknowledgement of the
+page it was found on (acknowledged after its links were pushed), so that page
+is still leased, goes back in line and is read again (from the corpus), and
+its links are discovered again; their seen marks were undone with them.  A
+request popped or acknowledged in that second comes back: at least once,
+never lost.  ``sync=False``: a commit reaches the OS, not the platter; the
+machine losing power may lose more.
 
 A commit that fails (a full disk) raises :class:`~scrapy_focus.faults.StorageError`
-after calling ``on_error`` with it, and the store takes no more calls: the
-writes of the failed transaction are gone, the store on disk is its last
-commit, and what this process holds in memory (host ids, sizes) no longer
-matches it, so nothing more is written on top.  ``close`` then only closes.
+after calling ``on_error`` with it, and the store takes no more calls (:mod:`.commits`);
+``close`` then only closes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import struct
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import lmdb
 
 from scrapy_focus.faults import StorageError
+from scrapy_focus.frontier.commits import WriteBatch
 from scrapy_focus.frontier.entries import HOST_ID as _HOST_ID
 from scrapy_focus.frontier.entries import Entry, decode_key, encode_key
 from scrapy_focus.frontier.scratch import temporary_directory
@@ -84,18 +83,12 @@ class LmdbFrontierStore:
         self._variants = self.env.open_db(b"variants")
         self.host_ids: dict[str, int] = {}
         self.host_names: dict[int, str] = {}
-        self.commit_every = max(1, commit_every)
-        self.commit_interval = commit_interval
-        # The open write transaction (see "Durability" above), its cursor on
-        # the queue, and the writes it holds.
-        self._txn: lmdb.Transaction | None = None
-        self._cursor: lmdb.Cursor | None = None
-        self._writes = 0
-        self._opened = 0.0
         self._seq = 0
         self._size = 0
         self._on_error = on_error
-        self._failed: StorageError | None = None
+        self.batch = WriteBatch(
+            self.env, commit_every, commit_interval, self._write_seq, self._failure
+        )
         self._load()
 
     # -- life cycle
@@ -117,23 +110,17 @@ class LmdbFrontierStore:
 
     def commit(self) -> None:
         """Make every write so far durable (against a killed process)."""
-        txn = self._txn
-        if txn is None:
-            return
-        self._txn = self._cursor = None
-        if self._writes:
-            # The sequence goes with the keys that use it: never behind them.
-            try:
-                txn.put(b"seq", str(self._seq).encode(), db=self._state)
-                txn.commit()
-            except lmdb.Error as exc:
-                self._fail(exc)
-        else:
-            txn.abort()
-        self._writes = 0
+        self.batch.commit()
 
-    def _fail(self, exc: lmdb.Error) -> None:
-        self._failed = StorageError(
+    def atomic(self) -> contextlib.AbstractContextManager[None]:
+        """What is written inside is committed together (see :mod:`.commits`)."""
+        return self.batch.atomic()
+
+    def _write_seq(self, txn: lmdb.Transaction) -> None:
+        txn.put(b"seq", str(self._seq).encode(), db=self._state)
+
+    def _failure(self, exc: lmdb.Error) -> StorageError:
+        failure = StorageError(
             "frontier",
             self.path / "data.mdb",
             exc,
@@ -141,48 +128,23 @@ class LmdbFrontierStore:
             "again with the same JOBDIR: it resumes from the frontier's last commit",
         )
         if self._on_error is not None:
-            self._on_error(self._failed)
-        raise self._failed from exc
+            self._on_error(failure)
+        return failure
 
     def close(self) -> None:
         try:
-            if self._failed is None:  # after a failure: nothing more is written
-                self.commit()
+            if self.batch.failed is None:  # after a failure: nothing more is written
+                self.batch.commit()
                 with self.env.begin(write=True) as txn:
-                    txn.put(b"seq", str(self._seq).encode(), db=self._state)
+                    self._write_seq(txn)
                 self.env.sync(True)
         except lmdb.Error as exc:
-            self._fail(exc)
+            self.batch.fail(exc)
         finally:
-            if self._txn is not None:
-                self._txn.abort()
-                self._txn = self._cursor = None
+            self.batch.abort()
             self.env.close()
             if self._temporary:
                 shutil.rmtree(self.path, ignore_errors=True)
-
-    def _txn_now(self) -> lmdb.Transaction:
-        if self._failed is not None:
-            raise self._failed
-        txn = self._txn
-        if txn is None:
-            txn = self._txn = self.env.begin(write=True)
-            self._opened = time.monotonic()
-        return txn
-
-    def _queue_cursor(self) -> lmdb.Cursor:
-        cursor = self._cursor
-        if cursor is None:
-            cursor = self._cursor = self._txn_now().cursor(db=self._queue)
-        return cursor
-
-    def _wrote(self, count: int = 1) -> None:
-        self._writes += count
-        if (
-            self._writes >= self.commit_every
-            or time.monotonic() - self._opened >= self.commit_interval
-        ):
-            self.commit()
 
     # -- the queue
 
@@ -191,7 +153,7 @@ class LmdbFrontierStore:
 
     def hosts(self) -> Iterator[str]:
         """Hosts with at least one pending entry."""
-        cursor = self._queue_cursor()
+        cursor = self.batch.cursor(self._queue)
         found = []
         for host_id, name in sorted(self.host_names.items()):
             prefix = _HOST_ID.pack(host_id)
@@ -221,11 +183,11 @@ class LmdbFrontierStore:
         The seen set is kept apart (*fingerprint* and *filtered* are for a shared
         store's one step)."""
         self._seq += 1
-        txn = self._txn_now()
+        txn = self.batch.txn()
         key = encode_key(self._host_id(txn, host), priority, score, self._seq)
         txn.put(key, payload, db=self._queue)
         self._size += 1
-        self._wrote()
+        self.batch.wrote()
         return key
 
     def best(self, host: str) -> bytes | None:
@@ -233,7 +195,7 @@ class LmdbFrontierStore:
         if host_id is None:
             return None
         prefix = _HOST_ID.pack(host_id)
-        cursor = self._queue_cursor()
+        cursor = self.batch.cursor(self._queue)
         if cursor.set_range(prefix):
             key = cursor.key()
             if key[:4] == prefix:
@@ -245,7 +207,7 @@ class LmdbFrontierStore:
         if host_id is None:
             return None
         prefix = _HOST_ID.pack(host_id)
-        cursor = self._queue_cursor()
+        cursor = self.batch.cursor(self._queue)
         if not cursor.set_range(prefix):
             return None
         key = cursor.key()
@@ -253,49 +215,49 @@ class LmdbFrontierStore:
             return None
         payload = cursor.value()
         cursor.delete()
-        self._txn_now().put(key, payload, db=self._leases)
+        self.batch.txn().put(key, payload, db=self._leases)
         self._size -= 1
-        self._wrote()
+        self.batch.wrote()
         _, priority, score, _ = decode_key(key)
         return Entry(host, priority, score, payload, key)
 
     def requeue(self, entry: Entry, score: float) -> bytes:
         """Put a popped entry back with a new score (lazy re-scoring); drops its lease."""
         self._seq += 1
-        txn = self._txn_now()
+        txn = self.batch.txn()
         key = encode_key(self.host_ids[entry.host], entry.priority, score, self._seq)
         txn.put(key, entry.payload, db=self._queue)
         txn.delete(entry.lease, db=self._leases)
         self._size += 1
-        self._wrote()
+        self.batch.wrote()
         return key
 
     def ack(self, lease: bytes) -> None:
-        self._txn_now().delete(lease, db=self._leases)
-        self._wrote()
+        self.batch.txn().delete(lease, db=self._leases)
+        self.batch.wrote()
 
     def quarantine(self, entry: Entry, reason: str) -> None:
         """Nothing to keep: the caller acknowledges the entry, which is gone (a
         cluster's store, whose entries other processes wrote, keeps them aside)."""
 
     def leased(self) -> int:
-        return self._txn_now().stat(self._leases)["entries"]
+        return self.batch.txn().stat(self._leases)["entries"]
 
     # -- the seen set
 
     def seen_add(self, fingerprint: bytes) -> bool:
-        added = self._txn_now().put(fingerprint, b"", db=self._seen, overwrite=False)
+        added = self.batch.txn().put(fingerprint, b"", db=self._seen, overwrite=False)
         if added:
-            self._wrote()
+            self.batch.wrote()
         return added
 
     def seen_pending(self, fingerprint: bytes, key: bytes) -> None:
-        self._txn_now().put(fingerprint, key, db=self._seen)
-        self._wrote()
+        self.batch.txn().put(fingerprint, key, db=self._seen)
+        self.batch.wrote()
 
     def pending_key(self, fingerprint: bytes) -> bytes | None:
         """The queue key of the fingerprint's entry, if it is still queued."""
-        txn = self._txn_now()
+        txn = self.batch.txn()
         key = txn.get(fingerprint, db=self._seen)
         if not key or txn.get(key, db=self._queue) is None:
             return None
@@ -307,18 +269,18 @@ class LmdbFrontierStore:
     ) -> tuple[bytes, bytes] | None:  # fmt: skip
         """Move a queued entry to a new place with a new payload: (new key, old payload),
         or None if *old_key* is no longer queued."""
-        txn = self._txn_now()
+        txn = self.batch.txn()
         old_payload = txn.pop(old_key, db=self._queue)
         if old_payload is None:
             return None
         self._seq += 1
         key = encode_key(self._host_id(txn, host), priority, score, self._seq)
         txn.put(key, payload, db=self._queue)
-        self._wrote(2)
+        self.batch.wrote(2)
         return key, bytes(old_payload)
 
     def seen_count(self) -> int:
-        return self._txn_now().stat(self._seen)["entries"]
+        return self.batch.txn().stat(self._seen)["entries"]
 
     # -- variants per group (the query-variants trap guard)
 
@@ -328,7 +290,7 @@ class LmdbFrontierStore:
         many paths a crawl meets, and the counts survive a resume."""
         group_key = hashlib.blake2b(group.encode(), digest_size=8).digest()
         key = group_key + hashlib.blake2b(variant.encode(), digest_size=8).digest()
-        txn = self._txn_now()
+        txn = self.batch.txn()
         if txn.get(key, db=self._variants) is not None:
             return True
         raw = txn.get(group_key, db=self._variants)
@@ -337,18 +299,18 @@ class LmdbFrontierStore:
             return False
         txn.put(key, b"", db=self._variants)
         txn.put(group_key, _COUNT.pack(count + 1), db=self._variants)
-        self._wrote(2)
+        self.batch.wrote(2)
         return True
 
     # -- small persistent state (counters, the link model)
 
     def get_state(self, name: str) -> bytes | None:
-        value = self._txn_now().get(name.encode(), db=self._state)
+        value = self.batch.txn().get(name.encode(), db=self._state)
         return bytes(value) if value is not None else None
 
     def put_state(self, name: str, value: bytes) -> None:
-        self._txn_now().put(name.encode(), value, db=self._state)
-        self._wrote()
+        self.batch.txn().put(name.encode(), value, db=self._state)
+        self.batch.wrote()
 
     def count_host(self, host: str) -> int:
         """How many entries of *host* are queued (a walk over its keys)."""
@@ -356,7 +318,7 @@ class LmdbFrontierStore:
         if host_id is None:
             return 0
         prefix = _HOST_ID.pack(host_id)
-        cursor = self._queue_cursor()
+        cursor = self.batch.cursor(self._queue)
         count = 0
         if cursor.set_range(prefix):
             for key in cursor.iternext(keys=True, values=False):
@@ -372,7 +334,7 @@ class LmdbFrontierStore:
             return []
         prefix = _HOST_ID.pack(host_id)
         found: list[tuple[bytes, bytes]] = []
-        cursor = self._queue_cursor()
+        cursor = self.batch.cursor(self._queue)
         if not cursor.set_range(prefix):
             return found
         for key, value in cursor:
@@ -385,11 +347,11 @@ class LmdbFrontierStore:
         self, host: str, changes: list[tuple[bytes, bytes]], payloads: dict[bytes, bytes]
     ) -> None:
         """Move entries of *host* from old keys to new keys, atomically."""
-        txn = self._txn_now()
+        txn = self.batch.txn()
         for old, new in changes:
             txn.delete(old, db=self._queue)
             txn.put(new, payloads[old], db=self._queue)
-        self._wrote(len(changes))
+        self.batch.wrote(len(changes))
 
     def next_seq(self) -> int:
         self._seq += 1
