@@ -35,6 +35,16 @@ class LinkScore:
     inherited: float  # shark-search inherited score, handed to the child
 
 
+#: The prior's weights: how much the topic's words in the link's anchor (and title),
+#: in the text around it, in its URL, the parent page's relevance and the shark-search
+#: inheritance count.  Sites file a section's pages under the section's name, so a
+#: URL's words say nearly as much of where a link leads as its anchor does.
+ANCHOR_WEIGHT = 0.30
+CONTEXT_WEIGHT = 0.15
+URL_WEIGHT = 0.25
+PARENT_WEIGHT = 0.15
+INHERITED_WEIGHT = 0.15
+
 #: How much a compound of a topic term (``multiprocessing`` for ``process``) counts,
 #: relative to the term itself, in a link's anchor and URL.
 COMPOUND_WEIGHT = 0.6
@@ -119,11 +129,11 @@ class LinkScorer:
     def _prior(self, link: LinkContext, anchor: float, context: float, url: float) -> float:
         parent = link.parent_relevance or 0.0
         score = (
-            0.40 * anchor
-            + 0.15 * context
-            + 0.15 * url
-            + 0.15 * parent
-            + 0.15 * self.inherited(link) / max(self.decay, 1e-9)
+            ANCHOR_WEIGHT * anchor
+            + CONTEXT_WEIGHT * context
+            + URL_WEIGHT * url
+            + PARENT_WEIGHT * parent
+            + INHERITED_WEIGHT * self.inherited(link) / max(self.decay, 1e-9)
         )
         return max(0.0, min(1.0, score))
 
@@ -138,7 +148,9 @@ class LinkScorer:
             return 0.0
         meanings = self.meaning(link)
         gaps = [m if r == 0 else 0.0 for r, m in zip(readings, meanings, strict=True)]
-        return SEMANTIC_WEIGHT * (0.40 * gaps[0] + 0.15 * gaps[1] + 0.15 * gaps[2])
+        return SEMANTIC_WEIGHT * (
+            ANCHOR_WEIGHT * gaps[0] + CONTEXT_WEIGHT * gaps[1] + URL_WEIGHT * gaps[2]
+        )
 
     def _match(self, link_terms: list[str], *measures: Any) -> float:
         """The best of *measures* on the link's own terms, or, at COMPOUND_WEIGHT,
