@@ -162,7 +162,7 @@ def _without_extra(mode: str) -> subprocess.CompletedProcess[str]:
 
 def test_without_the_extra_auto_scores_links_by_words_and_says_so():
     result = _without_extra('"auto"')
-    assert result.stdout.strip() == "None 0.05", result.stderr  # the URL word "stars"
+    assert result.stdout.strip() == "None 0.08", result.stderr  # the URL word "stars"
     assert "Semantic similarity: off (the semantic extra is not installed" in result.stderr
 
 
