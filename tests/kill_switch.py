@@ -22,15 +22,35 @@ from scrapy.crawler import Crawler
 from scrapy_focus import signals as focus_signals
 
 
-class KillAfterPageDone:
+class _KillSwitch:
+    """Reads its path from the setting *setting* and arms itself at spider_opened,
+    once the scheduler (built before) has opened its store."""
+
+    setting = ""
+
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.path = crawler.settings["FOCUS_TEST_KILL_AFTER"]
+        self.path = crawler.settings[self.setting]
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> KillAfterPageDone:
+    def from_crawler(cls, crawler: Crawler) -> _KillSwitch:
         return cls(crawler)
+
+    def spider_opened(self, spider: Any) -> None:
+        raise NotImplementedError
+
+    @property
+    def store(self) -> Any:
+        return self.crawler.engine._slot.scheduler.store
+
+    @staticmethod
+    def kill() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillAfterPageDone(_KillSwitch):
+    setting = "FOCUS_TEST_KILL_AFTER"
 
     def spider_opened(self, spider: Any) -> None:
         # Connected now, after the scheduler (built before spider_opened), so this
@@ -39,28 +59,21 @@ class KillAfterPageDone:
 
     def page_done(self, request: Any, output: Any = None) -> None:
         if urlsplit(request.url).path == self.path:
-            self.crawler.engine._slot.scheduler.store.commit()
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.store.commit()
+            self.kill()
 
 
-class KillBeforePush:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.path = crawler.settings["FOCUS_TEST_KILL_BEFORE_PUSH"]
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> KillBeforePush:
-        return cls(crawler)
+class KillBeforePush(_KillSwitch):
+    setting = "FOCUS_TEST_KILL_BEFORE_PUSH"
 
     def spider_opened(self, spider: Any) -> None:
-        store = self.crawler.engine._slot.scheduler.store
+        store = self.store
         store.batch.commit_interval = 0  # every write is a second after the last
         push = store.push
 
         def push_or_die(host: str, priority: int, score: float, payload: bytes, *args: Any) -> Any:
             if self.path.encode() in payload:
-                os.kill(os.getpid(), signal.SIGKILL)
+                self.kill()
             return push(host, priority, score, payload, *args)
 
         store.push = push_or_die
