@@ -300,3 +300,34 @@ def test_highlighted_code_keeps_its_lines() -> None:
     body = Path("/usr/share/doc/python3.11/html/library/abc.html").read_bytes()
     result = extract_page(body, "https://docs.python.org/3.11/library/abc.html")
     assert "```\nfrom abc import ABC\nclass MyABC(ABC):\n    pass\n```" in result.markdown
+
+
+def test_one_element_class_changes_no_extraction(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The parser makes every element a plain HtmlElement (lxml looks that class up
+    # in C, not in a Python method per element object): pages of every type extract
+    # field for field as they do with lxml.html's own per-tag classes.
+    import lxml.html
+
+    from scrapy_focus.extract import page as page_module
+
+    tree = page_module._parse('<form><label>a</label><input name="q"><select></select></form>')
+    assert tree is not None
+    assert {type(element) for element in tree.iter()} == {lxml.html.HtmlElement}
+    with gzip.open(DATA / "wcxb-dev" / "ground-truth.jsonl.gz", "rt") as lines:
+        rows = [json.loads(line) for line, _ in zip(lines, range(400), strict=False)]
+    types: dict[str, list[dict]] = {}
+    for row in rows:
+        types.setdefault(row["page_type"], []).append(row)
+    chosen = [row for group in types.values() for row in group[:3]]
+    assert len(types) >= 6
+    per_tag = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, huge_tree=False)
+    for row in chosen:
+        body = gzip.decompress(
+            (DATA / "wcxb-dev" / "html" / f"{row['file_id']}.html.gz").read_bytes()
+        )
+        ours = extract_page(body, row["url"]).to_dict()
+        with monkeypatch.context() as patched:
+            patched.setattr(page_module, "_PARSER", per_tag)
+            theirs = extract_page(body, row["url"]).to_dict()
+        ours.pop("seconds"), theirs.pop("seconds")
+        assert ours == theirs, row["file_id"]

@@ -262,8 +262,29 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
         return None
 
 
+def _html_parser() -> lxml.html.HTMLParser:
+    """lxml.html's parser, with every element an ``HtmlElement``.
+
+    lxml.html picks an element's class (``FormElement``, ``InputElement``, ...)
+    in a Python method for every element object it creates, and trafilatura
+    creates one for every element of each tree copy and walk.  Neither it nor
+    this package uses those classes' own methods; ``HtmlElement`` has all the
+    HTML methods they use (``text_content``, ``drop_tree``), and lxml looks a
+    default class up in C."""
+    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, huge_tree=False)
+    parser.set_element_class_lookup(
+        etree.ElementDefaultClassLookup(
+            element=lxml.html.HtmlElement,
+            comment=lxml.html.HtmlComment,
+            pi=lxml.html.HtmlProcessingInstruction,
+            entity=lxml.html.HtmlEntity,
+        )
+    )
+    return parser
+
+
 # depth is bounded by libxml2 (255 levels without huge_tree), the element count by _bound()
-_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, huge_tree=False)
+_PARSER = _html_parser()
 
 
 def _bound(tree: lxml.html.HtmlElement, limit: int) -> int:
