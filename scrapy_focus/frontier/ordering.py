@@ -70,13 +70,19 @@ class DispatchOrder:
     the frontier had nothing to hand out although it might; ``settle(j)`` that
     j's evidence is applied (only the head of the line moves the count: a late
     report of a forced one is ignored).
+
+    A stall lets one dispatch's evidence in, not every one that has arrived:
+    the frontier is asked again once that evidence is applied, since what it
+    brought (a page's links) may be what the next dispatch takes.  Whether the
+    next evidence had already arrived is timing; what the frontier holds is not.
     """
 
     def __init__(self, concurrency: int) -> None:
         self.concurrency = max(1, concurrency)
         self.dispatched = 0
         self.settled = 0
-        self._stalled_at = -1
+        # (dispatched, settled) when the frontier last had nothing to hand out
+        self._stalled_at = (-1, -1)
         self._released = -1  # the head whose evidence is going in, not all in yet
 
     def may_dispatch(self) -> bool:
@@ -93,12 +99,13 @@ class DispatchOrder:
         return index
 
     def stall(self) -> None:
-        self._stalled_at = self.dispatched
+        self._stalled_at = (self.dispatched, self.settled)
 
     def turn(self, index: int) -> bool:
         if index != self.settled:
             return index < self.settled
-        return self.dispatched >= index + self.concurrency or self._stalled_at == self.dispatched
+        stalled = self._stalled_at == (self.dispatched, self.settled)
+        return self.dispatched >= index + self.concurrency or stalled
 
     def settle(self, index: int) -> bool:
         """True if *index* was the head of the line (the line moved)."""
