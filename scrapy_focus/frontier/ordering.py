@@ -16,7 +16,8 @@ this machine, whatever the timing (C is ``CONCURRENT_REQUESTS``):
   the k-th decision sees exactly the first k-C+1 dispatches' evidence;
 * when the frontier has nothing to hand out while it may (nothing pending, or
   the page budget spent), the next dispatch's evidence is applied at once: a
-  decision the evidence prefix alone makes, so it is reproducible too.
+  decision the evidence prefix alone makes, so it is reproducible too; one
+  dispatch's evidence, after which the frontier is asked again.
 
 :class:`DispatchOrder` is that rule as pure bookkeeping; :class:`OrderGate`
 holds the crawl's responses and returning requests until their turn;
