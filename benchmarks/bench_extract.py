@@ -222,16 +222,17 @@ _warm = False
 
 def run_page(page: Page) -> Result:
     body = gzip.decompress(page.path.read_bytes())
+    global _warm
+    if not _warm:  # first call in a worker pays imports and caches: not part of any timing
+        extract_page(body, page.url)
+        trafilatura.extract(body, output_format="markdown", with_metadata=True)
+        _warm = True
     started, cpu = time.perf_counter(), time.thread_time()
     baseline = trafilatura.extract(body) or ""
     baseline_seconds, baseline_cpu = time.perf_counter() - started, time.thread_time() - cpu
     cpu = time.thread_time()
     trafilatura.extract(body, output_format="markdown", with_metadata=True)
     markdown_cpu = time.thread_time() - cpu
-    global _warm
-    if not _warm:  # first call in a worker pays imports and caches: not part of any timing
-        extract_page(body, page.url)
-        _warm = True
     settings = {
         "fast": replace(DEFAULTS, fast=True, cascade=False),
         "slow": replace(DEFAULTS, fast=False, cascade=False),
