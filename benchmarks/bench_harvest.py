@@ -47,6 +47,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_harvest.py            # the whole suite
     .venv/bin/python benchmarks/bench_harvest.py --quick    # a CI-sized subset
+    .venv/bin/python benchmarks/bench_harvest.py --held-out # 8 topics on 4 sites outside the suite
         [--topics NAME,...] [--strategies bfs,naive,url,crawl4ai,focus]
         [--repeat R] [--jobs J] [--out FILE.md] [--charts DIR]
         [--workdir DIR] [--keep] [--no-install]
@@ -80,6 +81,7 @@ from typing import Any
 
 import scrapy
 from harvest_suite import (
+    HELD_OUT,
     QUICK,
     TOPICS,
     Farm,
@@ -604,6 +606,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--topics", help="comma-separated (default: the whole suite)")
     parser.add_argument("--quick", action="store_true", help=f"the subset {','.join(QUICK)}")
+    parser.add_argument(
+        "--held-out", action="store_true",
+        help=f"the held-out topics, on sites no constant was chosen on: {','.join(HELD_OUT)}",
+    )  # fmt: skip
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="runs of every crawl (medians)")
     parser.add_argument("--jobs", type=int, default=2, help="crawls run at once")
@@ -627,7 +633,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    names = args.topics.split(",") if args.topics else list(QUICK if args.quick else TOPICS)
+    default = HELD_OUT if args.held_out else QUICK if args.quick else TOPICS
+    names = args.topics.split(",") if args.topics else list(default)
     try:
         topics = topic_specs(names)
     except ValueError as exc:
