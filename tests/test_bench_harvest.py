@@ -16,7 +16,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 from bench_harvest import Crawl, Figures, auc, fetches_to, keywords, verdict  # noqa: E402
-from harvest_suite import TOPICS  # noqa: E402
+from harvest_suite import HELD_OUT, TOPICS, WEB_SITES, topic_specs  # noqa: E402
 
 
 def test_auc_ranks_and_counts_ties_half():
@@ -79,6 +79,15 @@ python_docs = pytest.mark.skipif(
 
 
 @python_docs
+def test_the_held_out_topics_live_on_sites_no_suite_topic_uses():
+    suite_sites = {spec.site for spec in TOPICS.values()} | set(WEB_SITES)
+    assert len(HELD_OUT) >= 8
+    assert not {spec.site for spec in HELD_OUT.values()} & suite_sites
+    assert [spec.name for spec in topic_specs(["asyncio", *HELD_OUT])][1:] == list(HELD_OUT)
+    with pytest.raises(ValueError, match="unknown topics"):
+        topic_specs(["no-such-topic"])
+
+
 def test_ground_truth_is_the_sections_toctree():
     relevant = TOPICS["asyncio"].relevant()
     assert len(relevant) == 17

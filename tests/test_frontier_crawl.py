@@ -290,3 +290,42 @@ def test_a_kill_at_any_moment_loses_no_page_and_no_link(farm, tmp_path, moment):
 
 def test_topics_site_is_what_the_tests_assume():
     assert "astronomy" in SECTIONS and TOPIC_PAGES == 40
+
+
+def test_links_to_what_is_not_a_page_lose_their_pull(farm, tmp_path):
+    """Documentation sites link each page to its source (Sphinx's "Show source", a
+    text file), images, archives: files the crawl cannot read as pages. Here every
+    chapter links to the next and to its source, whose URL holds the topic's words,
+    and a relevant page's links inherit its relevance: each source link outscores
+    the index's links to the chapters. A fetched source is not a page, which
+    teaches the link model that the sources' directory does not pay: the crawl
+    takes every chapter before more than a few sources."""
+    chapters = [f"/nonpage/s/chapter-{n}.html" for n in range(20)]
+    sources = [f"/nonpage/_sources/s/chapter-{n}-stars-planets.txt" for n in range(20)]
+    toc = "".join(f'<li><a href="{c}">Chapter {n}</a></li>' for n, c in enumerate(chapters))
+    farm.set_page(
+        "/nonpage/index.html",
+        "<html><head><title>Astronomy</title></head><body><h1>Astronomy</h1>"
+        f"<p>Stars, planets and telescopes in a library of our society.</p><ul>{toc}</ul>"
+        "</body></html>",
+    )
+    for n, (chapter, source) in enumerate(zip(chapters, sources, strict=True)):
+        farm.set_page(
+            chapter,
+            f"<html><head><title>Star notes {n}</title></head><body><h1>Star notes {n}</h1>"
+            f"<p>{'star planet telescope galaxy comet orbit nebula ' * 20}</p>"
+            f'<a href="{chapters[(n + 1) % 20]}">Next</a> <a href="{source}">Show source</a>'
+            "</body></html>",
+        )
+        farm.set_page(source, "star planet " * 50, headers={"Content-Type": "text/plain"})
+    since = time.monotonic()
+    result = run_focus_crawl(
+        tmp_path,
+        [farm.url("/nonpage/index.html")],
+        ASTRONOMY,
+        {"FOCUS_MAX_PAGES": 24, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "ROBOTSTXT_OBEY": False},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["focus/extract/skipped/not-html"] >= 1
+    fetched = [path for _, _, path in network_log(farm, since) if path.startswith("/nonpage/")]
+    assert set(chapters) <= set(fetched[:24]), fetched

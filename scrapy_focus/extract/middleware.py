@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+#: ``Extracted.failure`` of a response that is not a page: not text, or not HTML.
+NOT_A_PAGE = "not-html"
 
 
 class ExtractionMiddleware:
@@ -134,10 +136,10 @@ class ExtractionMiddleware:
 
     def _skip_reason(self, response: Response) -> str | None:
         if not isinstance(response, TextResponse):
-            return "not-html"
+            return NOT_A_PAGE
         content_type = (response.headers.get(b"Content-Type") or b"").lower()
         if content_type and not content_type.startswith(HTML_TYPES):
-            return "not-html"
+            return NOT_A_PAGE
         if not response.body.strip():
             return "empty-body"
         if len(response.body) > self.config.options.max_html_bytes:

@@ -5,7 +5,8 @@ A spider middleware, so any spider gains it:
 * before the callback, it scores the page's relevance (once, from its
   extraction), stores it in the request state (``state.relevance``,
   :mod:`scrapy_focus.state`), teaches the link model what the link that led
-  here was worth, and sends :data:`~scrapy_focus.signals.page_scored`;
+  here was worth (nothing, when the response is not a page: an image, a
+  source file), and sends :data:`~scrapy_focus.signals.page_scored`;
 * for every request the callback yields, it sets the state's link context
   (``state.link``, a :class:`~scrapy_focus.state.LinkContext`): anchor text,
   title/alt, the text around the link, the nearest heading (found in the parent
@@ -36,6 +37,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.misc import load_object
 
 from scrapy_focus import signals as focus_signals
+from scrapy_focus.extract.middleware import NOT_A_PAGE
 from scrapy_focus.frontier.admission import link_state
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
@@ -234,8 +236,12 @@ class LinkContextMiddleware:
         relevance = self.model.page_relevance(extraction) if self.model.focused else None
         state.relevance, state.scored = relevance, True
         link = state.link
-        if relevance is not None and link and link.parent_url and self.model.scorer:
-            self.model.scorer.learn(link, relevance)
+        # An image, a source file, an archive: the link led to nothing the crawl can
+        # read, so it paid nothing, and its groups (a `_sources/` or `_images/`
+        # directory) learn so from the first few.
+        paid = 0.0 if relevance is None and state.extracted.failure == NOT_A_PAGE else relevance
+        if paid is not None and link and link.parent_url and self.model.scorer:
+            self.model.scorer.learn(link, paid)
         self.crawler.signals.send_catch_log(
             focus_signals.page_scored, response=response, relevance=relevance
         )
