@@ -648,7 +648,7 @@ HELD_OUT: dict[str, TopicSpec] = {
             "pytest",
             "how to do common things with pytest: invoking it, writing assertions, using "
             "fixtures and marks, parametrizing tests, and capturing output and warnings",
-            "contents.html, the toctrees under \"How-to guides\"",
+            'contents.html, the toctrees under "How-to guides"',
             Section("pytest", "toctree-under", "contents.html", "How-to guides"),
         ),
         _topic(
@@ -670,8 +670,7 @@ HELD_OUT: dict[str, TopicSpec] = {
         _topic(
             "celery-history",
             "celery",
-            "the history of Celery releases: the change logs and what was new in earlier "
-            "versions",
+            "the history of Celery releases: the change logs and what was new in earlier versions",
             "toctree of history/index.html",
             Section("celery", "toctree", "history/index.html"),
         ),
