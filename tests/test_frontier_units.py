@@ -148,6 +148,17 @@ def test_a_word_spelt_with_and_without_its_hyphen_matches():
     assert terms("released 2024-01-02") == ["releas"]  # numbers stay out, joined or not
 
 
+def test_a_compound_holds_every_topic_word_it_begins_or_ends_with():
+    topic = Topic("the Celery user guide: calling tasks and running workers")
+    # "userguide" is one word to the stemmer; it holds two of the topic's.
+    assert topic.expand(terms("userguide")) == ["user", "guid"]
+    assert topic.coverage(topic.expand(terms("/userguide/calling.html"))) > topic.coverage(
+        topic.expand(terms("/user/calling.html"))
+    )
+    assert topic.expand(terms("taskset workers")) == ["task", "worker"]
+    assert topic.expand(terms("unrelated")) == ["unrel"]
+
+
 def test_page_relevance_prefers_pages_about_the_topic():
     topic = Topic("astronomy: stars, planets, telescopes and galaxies")
     on = topic.page_relevance(
@@ -229,11 +240,12 @@ def test_a_topic_word_whose_pages_score_low_loses_its_pull_within_ten_fetches():
     scorer = LinkScorer(Topic("testing rust code: cargo test, unit tests and integration tests"))
     probe = _link("py.test", "/library/unittest-mock.html", "Testing with mocks")
     elsewhere = _link("rust.test", "/book/ch11-00.html", "Chapter 11")
-    assert scorer.score(probe).score > 0.2
+    pull = scorer.score(probe).score
+    assert pull > 0.2
     before = scorer.score(elsewhere).score
     for i in range(10):
         scorer.learn(_link("py.test", f"/library/test{i}.html", f"Testing tool {i}"), 0.05)
-    assert scorer.score(probe).score < 0.1
+    assert scorer.score(probe).score < 0.5 * pull
     assert scorer.score(elsewhere).score == pytest.approx(before, abs=0.02)
 
 

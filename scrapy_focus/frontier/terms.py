@@ -83,7 +83,7 @@ class Topic:
         self.doc_count = 0
         self.doc_freq: Counter[str] = Counter()
         self._profile: tuple[int, dict[str, float], float] | None = None
-        self._compounds: dict[str, str | None] = {}  # term → the topic term it holds
+        self._compounds: dict[str, tuple[str, ...]] = {}  # term → the topic terms it holds
         for example in examples:
             self.add_example(example)
         if not self._query and not self._examples:
@@ -129,26 +129,29 @@ class Topic:
         return {term: weight * self.idf(term) for term, weight in weights.items()}
 
     def expand(self, text_terms: Iterable[str]) -> list[str]:
-        """*text_terms* with each compound of a topic term replaced by that term.
+        """*text_terms* with each compound of topic terms replaced by those terms.
 
         Links are often named by identifiers, which are compounds the stemmer
         leaves whole: ``multiprocessing`` holds the topic's ``process``,
-        ``mimetypes`` its ``mime``; and stems of one family that the stemmer
-        keeps apart (``relationship`` holds ``relat``, of "relations").  A term
-        matches a topic term (of four letters or more) that begins or ends it
-        with at least three letters to spare, or that it begins or ends.
+        ``mimetypes`` its ``mime``, ``userguide`` both ``user`` and ``guid``;
+        and stems of one family that the stemmer keeps apart
+        (``relationship`` holds ``relat``, of "relations").  A term matches a
+        topic term (of four letters or more) that begins or ends it with at
+        least three letters to spare, or that it begins or ends: the longest
+        at each end.
         """
         query = self._query or self._examples
         cache = self._compounds
         if len(cache) > 100_000:
             cache.clear()
-        out = []
+        out: list[str] = []
         for term in text_terms:
-            if term not in query:
-                if term not in cache:
-                    cache[term] = _compound_of(term, query)
-                term = cache[term] or term
-            out.append(term)
+            if term in query:
+                out.append(term)
+                continue
+            if term not in cache:
+                cache[term] = _compounds_of(term, query)
+            out.extend(cache[term] or (term,))
         return out
 
     def similarity(self, text_terms: Iterable[str]) -> float:
@@ -207,15 +210,18 @@ class Topic:
         return relevance
 
 
-def _compound_of(term: str, topic_terms: Iterable[str]) -> str | None:
-    """The longest topic term that begins or ends *term*, or that *term* begins or
-    ends, the shorter having four letters or more and the longer three more."""
-    best = None
+def _compounds_of(term: str, topic_terms: Iterable[str]) -> tuple[str, ...]:
+    """The topic terms *term* holds: the longest that begins it (or that it begins)
+    and the longest that ends it (or that it ends), the shorter of each pair having
+    four letters or more and the longer three more.  ``userguid`` holds ``user``
+    and ``guid``; one term that both begins and ends it counts once."""
+    first = last = None
     for topic_term in topic_terms:
         short, long = sorted((term, topic_term), key=len)
         if len(short) < 4 or len(long) - len(short) < 3:
             continue
-        matches = long.startswith(short) or long.endswith(short)
-        if matches and (best is None or len(topic_term) > len(best)):
-            best = topic_term
-    return best
+        if long.startswith(short) and (first is None or len(topic_term) > len(first)):
+            first = topic_term
+        if long.endswith(short) and (last is None or len(topic_term) > len(last)):
+            last = topic_term
+    return tuple(dict.fromkeys(t for t in (first, last) if t is not None))
