@@ -292,19 +292,21 @@ def test_topics_site_is_what_the_tests_assume():
     assert "astronomy" in SECTIONS and TOPIC_PAGES == 40
 
 
-def test_links_to_what_is_not_a_page_lose_their_pull(farm, tmp_path):
+@pytest.mark.parametrize("kind", ["source", "missing"])
+def test_links_to_what_is_not_a_page_lose_their_pull(farm, tmp_path, kind):
     """Documentation sites link each page to its source (Sphinx's "Show source", a
-    text file), images, archives: files the crawl cannot read as pages. Here every
-    chapter links to the next and to its source, whose URL holds the topic's words,
-    and a relevant page's links inherit its relevance: each source link outscores
-    the index's links to the chapters. A fetched source is not a page, which
-    teaches the link model that the sources' directory does not pay: the crawl
-    takes every chapter before more than a few sources."""
-    chapters = [f"/nonpage/s/chapter-{n}.html" for n in range(20)]
-    sources = [f"/nonpage/_sources/s/chapter-{n}-stars-planets.txt" for n in range(20)]
+    text file), images, archives: files the crawl cannot read as pages; and to pages
+    that are not there (a 404: broken absolute links share a prefix). Here every
+    chapter links to the next and to such a URL, which holds the topic's words, and
+    a relevant page's links inherit its relevance: each of those links outscores the
+    index's links to the chapters. A fetched one is not a readable page, which
+    teaches the link model that its directory does not pay: the crawl takes every
+    chapter before more than a few of them."""
+    chapters = [f"/nonpage/{kind}/s/chapter-{n}.html" for n in range(20)]
+    sources = [f"/nonpage/{kind}/_sources/s/chapter-{n}-stars-planets.txt" for n in range(20)]
     toc = "".join(f'<li><a href="{c}">Chapter {n}</a></li>' for n, c in enumerate(chapters))
     farm.set_page(
-        "/nonpage/index.html",
+        f"/nonpage/{kind}/index.html",
         "<html><head><title>Astronomy</title></head><body><h1>Astronomy</h1>"
         f"<p>Stars, planets and telescopes in a library of our society.</p><ul>{toc}</ul>"
         "</body></html>",
@@ -317,15 +319,21 @@ def test_links_to_what_is_not_a_page_lose_their_pull(farm, tmp_path):
             f'<a href="{chapters[(n + 1) % 20]}">Next</a> <a href="{source}">Show source</a>'
             "</body></html>",
         )
-        farm.set_page(source, "star planet " * 50, headers={"Content-Type": "text/plain"})
+        if kind == "source":
+            farm.set_page(source, "star planet " * 50, headers={"Content-Type": "text/plain"})
+        else:
+            farm.set_page(source, "<html><body><h1>Not Found</h1></body></html>", status=404)
     since = time.monotonic()
     result = run_focus_crawl(
         tmp_path,
-        [farm.url("/nonpage/index.html")],
+        [farm.url(f"/nonpage/{kind}/index.html")],
         ASTRONOMY,
         {"FOCUS_MAX_PAGES": 24, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "ROBOTSTXT_OBEY": False},
     )
     assert result.returncode == 0, result.log[-3000:]
-    assert result.stats["focus/extract/skipped/not-html"] >= 1
+    taught = (
+        "focus/extract/skipped/not-html" if kind == "source" else "httperror/response_ignored_count"
+    )
+    assert result.stats[taught] >= 1
     fetched = [path for _, _, path in network_log(farm, since) if path.startswith("/nonpage/")]
     assert set(chapters) <= set(fetched[:24]), fetched

@@ -6,7 +6,8 @@ A spider middleware, so any spider gains it:
   extraction), stores it in the request state (``state.relevance``,
   :mod:`scrapy_focus.state`), teaches the link model what the link that led
   here was worth (nothing, when the response is not a page: an image, a
-  source file), and sends :data:`~scrapy_focus.signals.page_scored`;
+  source file; or when the page is not there: a 404), and sends
+  :data:`~scrapy_focus.signals.page_scored`;
 * for every request the callback yields, it sets the state's link context
   (``state.link``, a :class:`~scrapy_focus.state.LinkContext`): anchor text,
   title/alt, the text around the link, the nearest heading (found in the parent
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.misc import load_object
 
 from scrapy_focus import signals as focus_signals
@@ -45,6 +47,9 @@ from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import META_KEY, FocusState, LinkContext, peek, state_of
 from scrapy_focus.urls import canonicalize_url
+
+#: Statuses of a page that is not there (not of one that could not be read now).
+NOT_THERE = frozenset({404, 410})
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -240,8 +245,8 @@ class LinkContextMiddleware:
         # read, so it paid nothing, and its groups (a `_sources/` or `_images/`
         # directory) learn so from the first few.
         paid = 0.0 if relevance is None and state.extracted.failure == NOT_A_PAGE else relevance
-        if paid is not None and link and link.parent_url and self.model.scorer:
-            self.model.scorer.learn(link, paid)
+        if paid is not None:
+            self._learn(link, paid)
         self.crawler.signals.send_catch_log(
             focus_signals.page_scored, response=response, relevance=relevance
         )
@@ -304,8 +309,20 @@ class LinkContextMiddleware:
     def process_spider_exception(
         self, response: Response, exception: Exception, spider: Any = None
     ) -> Iterable[Any] | None:
+        if isinstance(exception, HttpError) and response.status in NOT_THERE:
+            # A link to a page that is not there paid nothing either (a site's broken
+            # absolute links share a prefix: its directory learns so).
+            state = state_of(response)
+            if not state.scored:
+                state.scored = True
+                self._learn(state.link, 0.0)
         self._done(response, None)
         return None
+
+    def _learn(self, link: LinkContext | None, paid: float) -> None:
+        """Teach the link model what the link that led to a page was worth."""
+        if link and link.parent_url and self.model.scorer:
+            self.model.scorer.learn(link, paid)
 
     def _done(self, response: Response, output: PageOutput | None) -> None:
         if response.request is not None:
