@@ -367,331 +367,328 @@ def _topic(name: str, site: str, text: str, source: str, *sections: Section) -> 
     return TopicSpec(name, site, text, source, sections)
 
 
-TOPICS: dict[str, TopicSpec] = {
-    spec.name: spec
-    for spec in (
-        # The four topics of the first harvest benchmark, texts and ground truth unchanged.
-        _topic(
-            "asyncio",
-            "python",
-            "asyncio: asynchronous programming with coroutines, the event loop, tasks and streams",
-            "toctree of library/asyncio.html",
-            Section("python", "toctree", "library/asyncio.html"),
-        ),
-        _topic(
-            "concurrency",
-            "python",
-            "concurrent execution: running code in parallel with threads, processes and "
-            "pools of workers, locks and queues",
-            "toctree of library/concurrency.html",
-            Section("python", "toctree", "library/concurrency.html"),
-        ),
-        _topic(
-            "netdata",
-            "python",
-            "internet data handling: email messages and MIME, JSON, base64 and other "
-            "encodings of data sent over the internet",
-            "toctree of library/netdata.html",
-            Section("python", "toctree", "library/netdata.html"),
-        ),
-        _topic(
-            "django-db",
-            "django",
-            "Django models and databases: defining models, making queries, relations "
-            "between models, transactions and raw SQL",
-            "toctree of topics/db/index.html",
-            Section("django", "toctree", "topics/db/index.html"),
-        ),
-        _topic(
-            "django-cbv",
-            "django",
-            "API reference for Django's built-in class-based views and the building blocks "
-            "they are composed of",
-            "toctree of ref/class-based-views/index.html",
-            Section("django", "toctree", "ref/class-based-views/index.html"),
-        ),
-        _topic(
-            "django-deploy",
-            "django",
-            "deploying a Django site to production: connecting Django to a web server and "
-            "what to check before going live",
-            "toctree of howto/deployment/index.html",
-            Section("django", "toctree", "howto/deployment/index.html"),
-        ),
-        _topic(
-            "postgres-indexes",
-            "postgres",
-            "database indexes in PostgreSQL: index types, indexes on several columns or "
-            "expressions, and using them to speed up queries",
-            "chapter 11 (indexes.html) and its sections",
-            Section("postgres", "docbook", "indexes.html"),
-        ),
-        _topic(
-            "postgres-textsearch",
-            "postgres",
-            "full text search in PostgreSQL: finding natural-language documents that match "
-            "a query and ranking them by relevance",
-            "chapter 12 (textsearch.html) and its sections",
-            Section("postgres", "docbook", "textsearch.html"),
-        ),
-        _topic(
-            "postgres-auth",
-            "postgres",
-            "how PostgreSQL decides which clients may connect as which database user, and "
-            "the authentication methods it supports",
-            "chapter 21 (client-authentication.html) and its sections",
-            Section("postgres", "docbook", "client-authentication.html"),
-        ),
-        _topic(
-            "scipy-integrate",
-            "scipy",
-            "numerical integration with SciPy: integrating functions and sampled data, and "
-            "solving ordinary differential equations",
-            "reference/integrate.html and the API pages its summary tables list",
-            Section("scipy", "autosummary", "reference/integrate.html"),
-        ),
-        _topic(
-            "scipy-dev",
-            "scipy",
-            "contributing to SciPy: the code of conduct, development workflow, contributor "
-            "guides, roadmap and how the project is governed",
-            "toctree of dev/index.html",
-            Section("scipy", "toctree", "dev/index.html"),
-        ),
-        _topic(
-            "scipy-discrete",
-            "scipy",
-            "discrete statistical distributions in SciPy: random variables taking countably "
-            "many values, their probability mass functions and moments",
-            "toctree of tutorial/stats/discrete.html",
-            Section("scipy", "toctree", "tutorial/stats/discrete.html"),
-        ),
-        _topic(
-            "sqlalchemy-mapping",
-            "sqlalchemy",
-            "configuring how SQLAlchemy ORM classes are mapped to database tables, apart from "
-            "relationships between them",
-            "toctree of orm/mapper_config.html",
-            Section("sqlalchemy", "toctree", "orm/mapper_config.html"),
-        ),
-        _topic(
-            "sqlalchemy-ext",
-            "sqlalchemy",
-            "optional SQLAlchemy ORM extensions that add extra features on top of the core "
-            "object relational mapper",
-            "toctree of orm/extensions/index.html",
-            Section("sqlalchemy", "toctree", "orm/extensions/index.html"),
-        ),
-        _topic(
-            "sqlalchemy-faq",
-            "sqlalchemy",
-            "SQLAlchemy frequently asked questions: answers to commonly observed questions "
-            "and well-known issues",
-            "toctree of faq/index.html",
-            Section("sqlalchemy", "toctree", "faq/index.html"),
-        ),
-        _topic(
-            "cmake-generators",
-            "cmake",
-            "CMake generators, which write the input files for a native build system, and "
-            "choosing one for a build tree",
-            "toctree of manual/cmake-generators.7.html",
-            Section("cmake", "toctree", "manual/cmake-generators.7.html"),
-        ),
-        _topic(
-            "cmake-tutorial",
-            "cmake",
-            "the CMake tutorial: a step-by-step guide through common build system issues "
-            "using an example project",
-            "toctree of guide/tutorial/index.html",
-            Section("cmake", "toctree", "guide/tutorial/index.html"),
-        ),
-        _topic(
-            "cmake-ctest",
-            "cmake",
-            "the CMake commands that are available only in CTest scripts, for scripting "
-            "testing dashboards",
-            'toctree under "CTest Commands" in manual/cmake-commands.7.html',
-            Section("cmake", "toctree-under", "manual/cmake-commands.7.html", "CTest Commands"),
-        ),
-        _topic(
-            "apache-rewrite",
+def _by_name(*specs: TopicSpec) -> dict[str, TopicSpec]:
+    return {spec.name: spec for spec in specs}
+
+
+TOPICS: dict[str, TopicSpec] = _by_name(
+    # The four topics of the first harvest benchmark, texts and ground truth unchanged.
+    _topic(
+        "asyncio",
+        "python",
+        "asyncio: asynchronous programming with coroutines, the event loop, tasks and streams",
+        "toctree of library/asyncio.html",
+        Section("python", "toctree", "library/asyncio.html"),
+    ),
+    _topic(
+        "concurrency",
+        "python",
+        "concurrent execution: running code in parallel with threads, processes and "
+        "pools of workers, locks and queues",
+        "toctree of library/concurrency.html",
+        Section("python", "toctree", "library/concurrency.html"),
+    ),
+    _topic(
+        "netdata",
+        "python",
+        "internet data handling: email messages and MIME, JSON, base64 and other "
+        "encodings of data sent over the internet",
+        "toctree of library/netdata.html",
+        Section("python", "toctree", "library/netdata.html"),
+    ),
+    _topic(
+        "django-db",
+        "django",
+        "Django models and databases: defining models, making queries, relations "
+        "between models, transactions and raw SQL",
+        "toctree of topics/db/index.html",
+        Section("django", "toctree", "topics/db/index.html"),
+    ),
+    _topic(
+        "django-cbv",
+        "django",
+        "API reference for Django's built-in class-based views and the building blocks "
+        "they are composed of",
+        "toctree of ref/class-based-views/index.html",
+        Section("django", "toctree", "ref/class-based-views/index.html"),
+    ),
+    _topic(
+        "django-deploy",
+        "django",
+        "deploying a Django site to production: connecting Django to a web server and "
+        "what to check before going live",
+        "toctree of howto/deployment/index.html",
+        Section("django", "toctree", "howto/deployment/index.html"),
+    ),
+    _topic(
+        "postgres-indexes",
+        "postgres",
+        "database indexes in PostgreSQL: index types, indexes on several columns or "
+        "expressions, and using them to speed up queries",
+        "chapter 11 (indexes.html) and its sections",
+        Section("postgres", "docbook", "indexes.html"),
+    ),
+    _topic(
+        "postgres-textsearch",
+        "postgres",
+        "full text search in PostgreSQL: finding natural-language documents that match "
+        "a query and ranking them by relevance",
+        "chapter 12 (textsearch.html) and its sections",
+        Section("postgres", "docbook", "textsearch.html"),
+    ),
+    _topic(
+        "postgres-auth",
+        "postgres",
+        "how PostgreSQL decides which clients may connect as which database user, and "
+        "the authentication methods it supports",
+        "chapter 21 (client-authentication.html) and its sections",
+        Section("postgres", "docbook", "client-authentication.html"),
+    ),
+    _topic(
+        "scipy-integrate",
+        "scipy",
+        "numerical integration with SciPy: integrating functions and sampled data, and "
+        "solving ordinary differential equations",
+        "reference/integrate.html and the API pages its summary tables list",
+        Section("scipy", "autosummary", "reference/integrate.html"),
+    ),
+    _topic(
+        "scipy-dev",
+        "scipy",
+        "contributing to SciPy: the code of conduct, development workflow, contributor "
+        "guides, roadmap and how the project is governed",
+        "toctree of dev/index.html",
+        Section("scipy", "toctree", "dev/index.html"),
+    ),
+    _topic(
+        "scipy-discrete",
+        "scipy",
+        "discrete statistical distributions in SciPy: random variables taking countably "
+        "many values, their probability mass functions and moments",
+        "toctree of tutorial/stats/discrete.html",
+        Section("scipy", "toctree", "tutorial/stats/discrete.html"),
+    ),
+    _topic(
+        "sqlalchemy-mapping",
+        "sqlalchemy",
+        "configuring how SQLAlchemy ORM classes are mapped to database tables, apart from "
+        "relationships between them",
+        "toctree of orm/mapper_config.html",
+        Section("sqlalchemy", "toctree", "orm/mapper_config.html"),
+    ),
+    _topic(
+        "sqlalchemy-ext",
+        "sqlalchemy",
+        "optional SQLAlchemy ORM extensions that add extra features on top of the core "
+        "object relational mapper",
+        "toctree of orm/extensions/index.html",
+        Section("sqlalchemy", "toctree", "orm/extensions/index.html"),
+    ),
+    _topic(
+        "sqlalchemy-faq",
+        "sqlalchemy",
+        "SQLAlchemy frequently asked questions: answers to commonly observed questions "
+        "and well-known issues",
+        "toctree of faq/index.html",
+        Section("sqlalchemy", "toctree", "faq/index.html"),
+    ),
+    _topic(
+        "cmake-generators",
+        "cmake",
+        "CMake generators, which write the input files for a native build system, and "
+        "choosing one for a build tree",
+        "toctree of manual/cmake-generators.7.html",
+        Section("cmake", "toctree", "manual/cmake-generators.7.html"),
+    ),
+    _topic(
+        "cmake-tutorial",
+        "cmake",
+        "the CMake tutorial: a step-by-step guide through common build system issues "
+        "using an example project",
+        "toctree of guide/tutorial/index.html",
+        Section("cmake", "toctree", "guide/tutorial/index.html"),
+    ),
+    _topic(
+        "cmake-ctest",
+        "cmake",
+        "the CMake commands that are available only in CTest scripts, for scripting "
+        "testing dashboards",
+        'toctree under "CTest Commands" in manual/cmake-commands.7.html',
+        Section("cmake", "toctree-under", "manual/cmake-commands.7.html", "CTest Commands"),
+    ),
+    _topic(
+        "apache-rewrite",
+        "apache",
+        "rewriting incoming request URLs in the Apache web server with rules based on "
+        "regular expressions",
+        'site map (en/sitemap.html), section "URL Rewriting Guide"',
+        Section("apache", "listed-under", "en/sitemap.html", "URL Rewriting Guide"),
+    ),
+    _topic(
+        "apache-programs",
+        "apache",
+        "the executable programs that come with the Apache HTTP Server: the server itself "
+        "and its support tools",
+        'site map (en/sitemap.html), section "Apache HTTP Server and Supporting Programs"',
+        Section(
             "apache",
-            "rewriting incoming request URLs in the Apache web server with rules based on "
-            "regular expressions",
-            'site map (en/sitemap.html), section "URL Rewriting Guide"',
-            Section("apache", "listed-under", "en/sitemap.html", "URL Rewriting Guide"),
+            "listed-under",
+            "en/sitemap.html",
+            "Apache HTTP Server and Supporting Programs",
         ),
-        _topic(
-            "apache-programs",
-            "apache",
-            "the executable programs that come with the Apache HTTP Server: the server itself "
-            "and its support tools",
-            'site map (en/sitemap.html), section "Apache HTTP Server and Supporting Programs"',
-            Section(
-                "apache",
-                "listed-under",
-                "en/sitemap.html",
-                "Apache HTTP Server and Supporting Programs",
-            ),
-        ),
-        _topic(
-            "apache-howto",
-            "apache",
-            "how-to tutorials for common Apache web server tasks: authentication, access "
-            "control, dynamic content and reverse proxying",
-            'site map (en/sitemap.html), section "Guides, Tutorials, and HowTos"',
-            Section("apache", "listed-under", "en/sitemap.html", "Guides, Tutorials, and HowTos"),
-        ),
-        _topic(
-            "git-foreign",
-            "git",
-            "git commands for working with other version control systems and for exchanging "
-            "patches with people by e-mail",
-            'git.html, command category "Interacting with Others"',
-            Section("git", "listed-under", "git.html", "Interacting with Others"),
-        ),
-        _topic(
-            "git-sync",
-            "git",
-            "low-level git commands for syncing repositories: the server and client programs "
-            "that transfer objects between repositories",
-            'git.html, command category "Syncing repositories" (low-level commands)',
-            Section("git", "listed-under", "git.html", "Syncing repositories"),
-        ),
-        _topic(
-            "git-guides",
-            "git",
-            "guides and tutorials that explain the concepts behind git and how to work with "
-            "it day to day",
-            'git.html, section "Guides"',
-            Section("git", "listed-under", "git.html", "Guides"),
-        ),
-        _topic(
-            "scrapy-extending",
-            "scrapy",
-            "extending Scrapy: its architecture, and customizing how pages are requested and "
-            "downloaded and what spiders take in and put out",
-            'index.html, group "Extending Scrapy"',
-            Section("scrapy", "listed-under", "index.html", "Extending Scrapy"),
-        ),
-        _topic(
-            "scrapy-problems",
-            "scrapy",
-            "solving specific problems with Scrapy spiders: frequent questions, debugging, "
-            "common practices, crawling many domains, and tuning",
-            'index.html, group "Solving specific problems"',
-            Section("scrapy", "listed-under", "index.html", "Solving specific problems"),
-        ),
-        # -- the multi-host web: start at the portal, find the right site first
-        _topic(
-            "web-pg-config",
-            WEB,
-            "PostgreSQL server configuration: the parameters that control resources, the "
-            "write-ahead log, replication, query planning and logging",
-            "postgres: chapter 20 (runtime-config.html) and its sections",
-            Section("postgres", "docbook", "runtime-config.html"),
-        ),
-        _topic(
-            "web-devtools",
-            WEB,
-            "Python's development tools: type hints, documentation generator, unit testing "
-            "frameworks, mock objects and the regression test package",
-            "python: toctree of library/development.html",
-            Section("python", "toctree", "library/development.html"),
-        ),
-        _topic(
-            "web-django-postgres",
-            WEB,
-            "using PostgreSQL-specific features from Django: model fields and form fields for "
-            "the data types only PostgreSQL has",
-            "django: toctree of ref/contrib/postgres/index.html",
-            Section("django", "toctree", "ref/contrib/postgres/index.html"),
-        ),
-        _topic(
-            "web-orm",
-            WEB,
-            "object relational mapping in Python: Django's model reference and how SQLAlchemy "
-            "maps classes to tables",
-            "django: toctree of ref/models/index.html; sqlalchemy: toctree of "
-            "orm/mapper_config.html",
-            Section("django", "toctree", "ref/models/index.html"),
-            Section("sqlalchemy", "toctree", "orm/mapper_config.html"),
-        ),
-    )
-}
+    ),
+    _topic(
+        "apache-howto",
+        "apache",
+        "how-to tutorials for common Apache web server tasks: authentication, access "
+        "control, dynamic content and reverse proxying",
+        'site map (en/sitemap.html), section "Guides, Tutorials, and HowTos"',
+        Section("apache", "listed-under", "en/sitemap.html", "Guides, Tutorials, and HowTos"),
+    ),
+    _topic(
+        "git-foreign",
+        "git",
+        "git commands for working with other version control systems and for exchanging "
+        "patches with people by e-mail",
+        'git.html, command category "Interacting with Others"',
+        Section("git", "listed-under", "git.html", "Interacting with Others"),
+    ),
+    _topic(
+        "git-sync",
+        "git",
+        "low-level git commands for syncing repositories: the server and client programs "
+        "that transfer objects between repositories",
+        'git.html, command category "Syncing repositories" (low-level commands)',
+        Section("git", "listed-under", "git.html", "Syncing repositories"),
+    ),
+    _topic(
+        "git-guides",
+        "git",
+        "guides and tutorials that explain the concepts behind git and how to work with "
+        "it day to day",
+        'git.html, section "Guides"',
+        Section("git", "listed-under", "git.html", "Guides"),
+    ),
+    _topic(
+        "scrapy-extending",
+        "scrapy",
+        "extending Scrapy: its architecture, and customizing how pages are requested and "
+        "downloaded and what spiders take in and put out",
+        'index.html, group "Extending Scrapy"',
+        Section("scrapy", "listed-under", "index.html", "Extending Scrapy"),
+    ),
+    _topic(
+        "scrapy-problems",
+        "scrapy",
+        "solving specific problems with Scrapy spiders: frequent questions, debugging, "
+        "common practices, crawling many domains, and tuning",
+        'index.html, group "Solving specific problems"',
+        Section("scrapy", "listed-under", "index.html", "Solving specific problems"),
+    ),
+    # -- the multi-host web: start at the portal, find the right site first
+    _topic(
+        "web-pg-config",
+        WEB,
+        "PostgreSQL server configuration: the parameters that control resources, the "
+        "write-ahead log, replication, query planning and logging",
+        "postgres: chapter 20 (runtime-config.html) and its sections",
+        Section("postgres", "docbook", "runtime-config.html"),
+    ),
+    _topic(
+        "web-devtools",
+        WEB,
+        "Python's development tools: type hints, documentation generator, unit testing "
+        "frameworks, mock objects and the regression test package",
+        "python: toctree of library/development.html",
+        Section("python", "toctree", "library/development.html"),
+    ),
+    _topic(
+        "web-django-postgres",
+        WEB,
+        "using PostgreSQL-specific features from Django: model fields and form fields for "
+        "the data types only PostgreSQL has",
+        "django: toctree of ref/contrib/postgres/index.html",
+        Section("django", "toctree", "ref/contrib/postgres/index.html"),
+    ),
+    _topic(
+        "web-orm",
+        WEB,
+        "object relational mapping in Python: Django's model reference and how SQLAlchemy "
+        "maps classes to tables",
+        "django: toctree of ref/models/index.html; sqlalchemy: toctree of orm/mapper_config.html",
+        Section("django", "toctree", "ref/models/index.html"),
+        Section("sqlalchemy", "toctree", "orm/mapper_config.html"),
+    ),
+)
 
 # Held out: topics on four sites added after every constant of the frontier was set,
 # their texts written from each section's title and introduction before any crawl of
 # them (`bench_harvest.py --held-out`); not part of the suite's recorded figures.
-HELD_OUT: dict[str, TopicSpec] = {
-    spec.name: spec
-    for spec in (
-        _topic(
-            "sphinx-extensions",
-            "sphinx",
-            "the extensions bundled with Sphinx that a project can switch on to add features "
-            "to its documentation build",
-            "toctree of usage/extensions/index.html",
-            Section("sphinx", "toctree", "usage/extensions/index.html"),
-        ),
-        _topic(
-            "sphinx-extdev",
-            "sphinx",
-            "developing your own Sphinx extension: the API for adding new builders, roles, "
-            "directives and other features",
-            "toctree of extdev/index.html",
-            Section("sphinx", "toctree", "extdev/index.html"),
-        ),
-        _topic(
-            "pytest-howto",
-            "pytest",
-            "how to do common things with pytest: invoking it, writing assertions, using "
-            "fixtures and marks, parametrizing tests, and capturing output and warnings",
-            'contents.html, the toctrees under "How-to guides"',
-            Section("pytest", "toctree-under", "contents.html", "How-to guides"),
-        ),
-        _topic(
-            "pytest-examples",
-            "pytest",
-            "pytest examples and customization tricks: basic patterns and recipes for "
-            "customizing how tests are collected, marked and parametrized",
-            "toctree of example/index.html",
-            Section("pytest", "toctree", "example/index.html"),
-        ),
-        _topic(
-            "celery-userguide",
-            "celery",
-            "the Celery user guide: defining and calling tasks, running workers, periodic "
-            "tasks, routing, monitoring and configuration",
-            "toctree of userguide/index.html",
-            Section("celery", "toctree", "userguide/index.html"),
-        ),
-        _topic(
-            "celery-history",
-            "celery",
-            "the history of Celery releases: the change logs and what was new in earlier versions",
-            "toctree of history/index.html",
-            Section("celery", "toctree", "history/index.html"),
-        ),
-        _topic(
-            "sklearn-unsupervised",
-            "sklearn",
-            "unsupervised learning with scikit-learn: clustering, mixture models, manifold "
-            "learning, matrix factorization and outlier detection",
-            "toctree of unsupervised_learning.html",
-            Section("sklearn", "toctree", "unsupervised_learning.html"),
-        ),
-        _topic(
-            "sklearn-transforms",
-            "sklearn",
-            "dataset transformations in scikit-learn: transformers that clean, reduce, expand "
-            "or generate feature representations, and pipelines that combine them",
-            "toctree of data_transforms.html",
-            Section("sklearn", "toctree", "data_transforms.html"),
-        ),
-    )
-}
+HELD_OUT: dict[str, TopicSpec] = _by_name(
+    _topic(
+        "sphinx-extensions",
+        "sphinx",
+        "the extensions bundled with Sphinx that a project can switch on to add features "
+        "to its documentation build",
+        "toctree of usage/extensions/index.html",
+        Section("sphinx", "toctree", "usage/extensions/index.html"),
+    ),
+    _topic(
+        "sphinx-extdev",
+        "sphinx",
+        "developing your own Sphinx extension: the API for adding new builders, roles, "
+        "directives and other features",
+        "toctree of extdev/index.html",
+        Section("sphinx", "toctree", "extdev/index.html"),
+    ),
+    _topic(
+        "pytest-howto",
+        "pytest",
+        "how to do common things with pytest: invoking it, writing assertions, using "
+        "fixtures and marks, parametrizing tests, and capturing output and warnings",
+        'contents.html, the toctrees under "How-to guides"',
+        Section("pytest", "toctree-under", "contents.html", "How-to guides"),
+    ),
+    _topic(
+        "pytest-examples",
+        "pytest",
+        "pytest examples and customization tricks: basic patterns and recipes for "
+        "customizing how tests are collected, marked and parametrized",
+        "toctree of example/index.html",
+        Section("pytest", "toctree", "example/index.html"),
+    ),
+    _topic(
+        "celery-userguide",
+        "celery",
+        "the Celery user guide: defining and calling tasks, running workers, periodic "
+        "tasks, routing, monitoring and configuration",
+        "toctree of userguide/index.html",
+        Section("celery", "toctree", "userguide/index.html"),
+    ),
+    _topic(
+        "celery-history",
+        "celery",
+        "the history of Celery releases: the change logs and what was new in earlier versions",
+        "toctree of history/index.html",
+        Section("celery", "toctree", "history/index.html"),
+    ),
+    _topic(
+        "sklearn-unsupervised",
+        "sklearn",
+        "unsupervised learning with scikit-learn: clustering, mixture models, manifold "
+        "learning, matrix factorization and outlier detection",
+        "toctree of unsupervised_learning.html",
+        Section("sklearn", "toctree", "unsupervised_learning.html"),
+    ),
+    _topic(
+        "sklearn-transforms",
+        "sklearn",
+        "dataset transformations in scikit-learn: transformers that clean, reduce, expand "
+        "or generate feature representations, and pipelines that combine them",
+        "toctree of data_transforms.html",
+        Section("sklearn", "toctree", "data_transforms.html"),
+    ),
+)
 
 # CI-sized: six topics on five sites of four documentation generators, and one web topic.
 QUICK: tuple[str, ...] = (
