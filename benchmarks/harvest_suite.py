@@ -44,7 +44,11 @@ match would pick.  Per kind of section:
 ``listed-under``   a page's list under one heading (git's command categories in
                    ``git.html``, a group of Scrapy's index, a section of the
                    Apache manual's site map): the first link of every ``dt`` or
-                   ``li`` entry there, not the page itself.
+                   ``li`` entry there, not the page itself;
+``listed-after``   a page's list that follows a line of text rather than a
+                   heading (SQLite's document groups in ``docs.html``, its
+                   syntax topics in ``lang.html``): the first link of every
+                   entry of the first list after that text.
 
 Every relevant page exists on disk and is reachable by following ``<a href>``
 links from the topic's seed; running this file checks both by a breadth-first
@@ -177,6 +181,10 @@ SITES: dict[str, Site] = {
         Site("pytest", "python-pytest-doc", DOC / "python-pytest-doc/html"),
         Site("celery", "python-celery-doc", DOC / "python-celery-doc/html"),
         Site("sklearn", "python-sklearn-doc", DOC / "python-sklearn-doc/html"),
+        # The second round of held-out sites (2026-12-06), SQLite's not made by Sphinx.
+        Site("astropy", "python-astropy-doc", DOC / "python-astropy-doc/html"),
+        Site("sqlite", "sqlite3-doc", DOC / "sqlite3"),
+        Site("flask", "python-flask-doc", DOC / "python-flask-doc/html"),
     )
 }
 
@@ -300,19 +308,35 @@ def _gt_listed_under(site: str, page: str, heading: str) -> set[str]:
     return {p for p in _same_site(site, page, hrefs) if p != page}
 
 
+def _gt_listed_after(site: str, page: str, heading: str) -> set[str]:
+    sel = _parsed(site, page)
+    label = sel.xpath("//body//text()[normalize-space(.) = $label]/..", label=heading)
+    if not label:
+        raise LookupError(f"{site}/{page}: no text {heading!r}")
+    listing = label[0].xpath("following::*[self::ul or self::ol or self::dl][1]")
+    hrefs = [
+        href
+        for entry in listing.xpath(".//dt | .//li")
+        if (href := entry.xpath("(.//a[@href])[1]/@href").get()) is not None
+    ]
+    return {p for p in _same_site(site, page, hrefs) if p != page}
+
+
 _KINDS = {
     "toctree": _gt_toctree,
     "toctree-under": _gt_toctree_under,
     "autosummary": _gt_autosummary,
     "docbook": _gt_docbook,
     "listed-under": _gt_listed_under,
+    "listed-after": _gt_listed_after,
 }
 
 
 @dataclass(frozen=True)
 class Section:
     """A group of one site's pages, as that site's own structure draws it
-    (*kind*: see the module docstring); *heading* only for the ``-under`` kinds."""
+    (*kind*: see the module docstring); *heading* only for the ``-under`` and
+    ``-after`` kinds (for ``-after``, the text the list follows)."""
 
     site: str
     kind: str
@@ -322,8 +346,10 @@ class Section:
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"unknown section kind {self.kind!r}; known: {', '.join(_KINDS)}")
-        if self.kind.endswith("-under") != bool(self.heading):
-            raise ValueError(f"{self.kind}: a heading is needed exactly for the -under kinds")
+        if self.kind.endswith(("-under", "-after")) != bool(self.heading):
+            raise ValueError(
+                f"{self.kind}: a heading is needed exactly for the -under and -after kinds"
+            )
 
     def pages(self) -> frozenset[str]:
         """The keys of the section's pages that the package installs: a page it
@@ -687,6 +713,75 @@ HELD_OUT: dict[str, TopicSpec] = _by_name(
         "or generate feature representations, and pipelines that combine them",
         "toctree of data_transforms.html",
         Section("sklearn", "toctree", "data_transforms.html"),
+    ),
+    # The second round (2026-12-06), written the same way before any crawl of them.
+    _topic(
+        "astropy-units",
+        "astropy",
+        "physical units and quantities in Astropy: defining units, converting between them, "
+        "and arithmetic with quantities, including logarithmic units such as magnitudes "
+        "and decibels",
+        "toctree of units/index.html",
+        Section("astropy", "toctree", "units/index.html"),
+    ),
+    _topic(
+        "astropy-coordinates",
+        "astropy",
+        "astronomical coordinate systems in Astropy: representing celestial positions and "
+        "velocities, and converting between coordinate frames",
+        "toctree of coordinates/index.html",
+        Section("astropy", "toctree", "coordinates/index.html"),
+    ),
+    _topic(
+        "astropy-fits",
+        "astropy",
+        "reading and writing FITS files, the Flexible Image Transport System that "
+        "astronomers use to store images and tables",
+        "toctree of io/fits/index.html",
+        Section("astropy", "toctree", "io/fits/index.html"),
+    ),
+    _topic(
+        "sqlite-lang",
+        "sqlite",
+        "the SQL language as SQLite understands it: the syntax of each statement, and "
+        "which parts of standard SQL it supports",
+        'lang.html, the list after "The following syntax documentation topics are available:"',
+        Section(
+            "sqlite",
+            "listed-after",
+            "lang.html",
+            "The following syntax documentation topics are available:",
+        ),
+    ),
+    _topic(
+        "sqlite-extensions",
+        "sqlite",
+        "extensions to SQLite that add features beyond the core database engine",
+        'docs.html, the group "Extensions"',
+        Section("sqlite", "listed-after", "docs.html", "Extensions"),
+    ),
+    _topic(
+        "sqlite-design",
+        "sqlite",
+        "technical and design documentation of SQLite: how the database engine works inside",
+        'docs.html, the group "Technical and Design Documentation"',
+        Section("sqlite", "listed-after", "docs.html", "Technical and Design Documentation"),
+    ),
+    _topic(
+        "flask-patterns",
+        "flask",
+        "common patterns in Flask web applications, such as using a relational database "
+        "and authenticating users",
+        "toctree of patterns/index.html",
+        Section("flask", "toctree", "patterns/index.html"),
+    ),
+    _topic(
+        "flask-deploying",
+        "flask",
+        "deploying a Flask application to production with a dedicated WSGI server or a "
+        "hosting platform instead of the development server",
+        "toctree of deploying/index.html",
+        Section("flask", "toctree", "deploying/index.html"),
     ),
 )
 
