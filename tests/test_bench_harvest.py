@@ -138,3 +138,27 @@ def test_the_relevance_ceilings_classifier_learns_a_separable_set_and_its_tfidf_
     scores = [predict(weights, row) for row in rows]
     assert min(scores[:2]) > 0.5 > max(scores[2:])
     assert auc(scores, [True, True, False, False]) == 1.0
+
+
+def test_a_list_after_a_line_of_text_is_its_entries_first_links(tmp_path, monkeypatch):
+    import harvest_suite
+
+    (tmp_path / "docs.html").write_text(
+        "<html><body><ul class='showhide'>"
+        "<li><a onclick='showhide(1)'><span>&#x25ba;</span> Overview</a>"
+        "<ul><li><a href='about.html'>About</a> &rarr; <a href='faq.html'>see also</a></li></ul>"
+        "<li><a onclick='showhide(2)'><span>&#x25ba;</span> Extensions</a>"
+        "<ul><li><a href='json1.html'>JSON</a></li><li><a href='fts5.html'>FTS5</a>"
+        " and <a href='fts3.html'>FTS3</a></li><li><a href='http://other/x.html'>off</a></li>"
+        "</ul></ul></body></html>"
+    )
+    site = harvest_suite.Site("listed-after-test", "no-package", tmp_path, "docs.html")
+    monkeypatch.setitem(harvest_suite.SITES, site.name, site)
+    section = harvest_suite.Section(site.name, "listed-after", "docs.html", "Extensions")
+    listed = harvest_suite._listed(section)
+    assert listed == {f"{site.name}/json1.html", f"{site.name}/fts5.html"}
+    missing = harvest_suite.Section(site.name, "listed-after", "docs.html", "Tools")
+    with pytest.raises(LookupError, match="no text 'Tools'"):
+        harvest_suite._listed(missing)
+    with pytest.raises(ValueError, match="a heading is needed"):
+        harvest_suite.Section(site.name, "listed-after", "docs.html")
