@@ -10,10 +10,12 @@ any spider.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from scrapy_focus.items import PageItem, page_item
 from scrapy_focus.runtime import FocusRuntime
@@ -25,6 +27,11 @@ class FocusSpider(scrapy.Spider):
     """Fetches its seeds and offers every link of every page to the frontier."""
 
     name = "focus"
+    #: Links to files of these extensions (no dot, lower case) are not followed:
+    #: Scrapy's ``LinkExtractor`` default (images, audio, video, office documents,
+    #: archives, PDF...), files a crawl that reads HTML pages cannot read.  An empty
+    #: set follows every link.
+    deny_extensions: ClassVar[frozenset[str]] = frozenset(IGNORED_EXTENSIONS)
 
     def __init__(
         self, seeds: str | Iterable[str] | None = None, topic: str | None = None, **kwargs: Any
@@ -65,6 +72,15 @@ class FocusSpider(scrapy.Spider):
             if not href or href.startswith(SKIPPED_SCHEMES):
                 continue
             try:
-                yield response.follow(href, callback=self.parse)
+                request = response.follow(href, callback=self.parse)
             except ValueError:
                 continue
+            if not self.denied(request.url):
+                yield request
+
+    def denied(self, url: str) -> bool:
+        """Whether *url*'s path ends in one of :attr:`deny_extensions` (``tar.gz`` too)."""
+        if not self.deny_extensions:
+            return False
+        parts = urlsplit(url).path.rpartition("/")[2].lower().split(".")
+        return any(".".join(parts[i:]) in self.deny_extensions for i in range(1, len(parts)))
