@@ -99,6 +99,7 @@ from harness.machine import machine
 from harness.provenance import git_commit
 from scrapy_focus.extract.page import ExtractOptions, extract_page
 from scrapy_focus.frontier.relevance import Topic, terms, url_terms
+from scrapy_focus.spiders import FocusSpider, has_extension
 
 HERE = Path(__file__).resolve().parent
 STRATEGIES = {
@@ -197,6 +198,8 @@ class HarvestSpider(scrapy.Spider):
             try:
                 url = response.urljoin(href)
             except ValueError:
+                continue
+            if has_extension(url, FocusSpider.deny_extensions):
                 continue
             if self.strategy == "naive":
                 score = parent

@@ -79,8 +79,14 @@ class FocusSpider(scrapy.Spider):
                 yield request
 
     def denied(self, url: str) -> bool:
-        """Whether *url*'s path ends in one of :attr:`deny_extensions` (``tar.gz`` too)."""
-        if not self.deny_extensions:
-            return False
-        parts = urlsplit(url).path.rpartition("/")[2].lower().split(".")
-        return any(".".join(parts[i:]) in self.deny_extensions for i in range(1, len(parts)))
+        """Whether *url*'s path ends in one of :attr:`deny_extensions`."""
+        return has_extension(url, self.deny_extensions)
+
+
+def has_extension(url: str, extensions: frozenset[str]) -> bool:
+    """Whether *url*'s path ends in one of *extensions* (no dot, lower case; a file
+    name's last two count too: ``tar.gz``), as Scrapy's ``LinkExtractor`` reads them."""
+    if not extensions:
+        return False
+    parts = urlsplit(url).path.rpartition("/")[2].lower().split(".")
+    return any(".".join(parts[i:]) in extensions for i in range(1, len(parts)))
