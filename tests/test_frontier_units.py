@@ -471,3 +471,31 @@ def test_a_link_that_labels_a_pair_is_described_by_what_follows_it():
     assert context["am.html"] == "git-am(1)"  # what follows it is another label
     assert context["csv.html"] == "csv (any) Read and write delimited files."
     assert "not its text" not in context["long.html"]
+
+
+def test_a_link_in_the_navigation_first_is_described_by_its_place_in_the_content():
+    from scrapy.http import HtmlResponse
+
+    from scrapy_focus.frontier.context import anchors_of
+
+    body = (
+        b"<html><body><nav><ul><li><a href='debug.html'>Debugging</a></li>"
+        b"<li><a href='items.html'>Items</a></li><li><a href='faq.html'>FAQ</a></li></ul></nav>"
+        b"<h1>Manual</h1><p>Read the <a href='faq.html'>questions</a> first.</p>"
+        b"<h2>Solving specific problems</h2><dl>"
+        b"<dt><a href='debug.html'>Debugging spiders</a></dt><dd>Find what goes wrong.</dd></dl>"
+        b"<h2>Basic concepts</h2><p><a href='faq.html'>FAQ</a> again, and "
+        b"<a href='debug.html'>debugging</a> once more.</p>"
+        b"</body></html>"
+    )
+    anchors = anchors_of(HtmlResponse("http://h/index.html", body=body))
+    link = {url.rsplit("/", 1)[1]: link for url, link in anchors.items()}
+    # the anchor is the first one's; the heading and the description come from the content
+    assert link["debug.html"]["anchor"] == "Debugging"
+    assert link["debug.html"]["heading"] == "Solving specific problems"
+    assert link["debug.html"]["context"] == "Debugging spiders Find what goes wrong."
+    # once described, later occurrences change nothing
+    assert link["faq.html"]["heading"] == "Manual"
+    assert link["faq.html"]["context"] == "Read the questions first."
+    # a link found only in the navigation keeps what the navigation says
+    assert link["items.html"] == {"anchor": "Items", "title": "", "context": "Items", "heading": ""}

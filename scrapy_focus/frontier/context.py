@@ -127,11 +127,16 @@ def anchors_of(
     (the first *max_links* distinct URLs; 0: all).
 
     One pass over the tree the response already parsed (``response.selector``);
-    the first anchor pointing at a URL wins.  Links that differ only by their
-    fragment (``os.html#os.open``, ``os.html#os.stat``) are one URL: only the
-    first is looked at.  Text is read through *reader*, within its budget; a
-    heading is read when a link first needs it, not when the walk passes it
-    (a page of nested headings holds each one's text many times over).
+    the first anchor pointing at a URL gives its anchor and title.  A URL linked
+    again further down keeps being read while what it has says no more than its
+    anchor (no heading, no context beyond the anchor's own words): pages list
+    their links in a navigation bar or sidebar first, and again in the content,
+    under the section's heading and with a line that describes each; the first
+    heading found and the longest context win.  Links that differ only by their
+    fragment (``os.html#os.open``, ``os.html#os.stat``) are one URL.  Text is read
+    through *reader*, within its budget; a heading is read when a link first needs
+    it, not when the walk passes it (a page of nested headings holds each one's
+    text many times over).
     """
     found: dict[str, dict[str, str]] = {}
     reader = reader or ContextReader()
@@ -139,7 +144,7 @@ def anchors_of(
         root = response.selector.root
     except Exception:  # not HTML after all, or unparsable
         return found
-    seen: set[str] = set()  # hrefs without fragment already looked at
+    urls: dict[str, str | None] = {}  # href without fragment → its URL (None: unusable)
     heading_element: Any = None
     heading = ""
     for element in root.iter():
@@ -151,17 +156,19 @@ def anchors_of(
             if not href or href.startswith(("#", "javascript:", "mailto:")):
                 continue
             href = href.strip().split("#", 1)[0]
-            if href in seen:
-                continue
-            seen.add(href)
-            try:
-                url = _canonical(response.urljoin(href))
-            except ValueError:
-                continue
-            if url in found:
+            if href not in urls:
+                try:
+                    urls[href] = _canonical(response.urljoin(href))
+                except ValueError:
+                    urls[href] = None
+            url = urls[href]
+            if url is None or (url in found and not _bare(found[url])):
                 continue
             if heading_element is not None:
                 heading, heading_element = reader.text(heading_element, 200), None
+            if url in found:
+                _describe(found[url], heading, _context(element, reader))
+                continue
             images = " ".join(img.get("alt") or "" for img in islice(element.iter("img"), 8))
             found[url] = {
                 "anchor": reader.text(element, 300),
@@ -172,6 +179,20 @@ def anchors_of(
             if max_links and len(found) >= max_links:
                 break
     return found
+
+
+def _bare(link: dict[str, str]) -> bool:
+    """Whether what is known of a link says no more than its anchor: no heading, and
+    no context but the anchor's own words (a navigation bar's, a sidebar's link)."""
+    return not link["heading"] or len(link["context"]) <= len(link["anchor"])
+
+
+def _describe(link: dict[str, str], heading: str, context: str) -> None:
+    """What another occurrence of a bare link on the page adds to it."""
+    if not link["heading"]:
+        link["heading"] = heading
+    if len(context) > len(link["context"]):
+        link["context"] = context
 
 
 def _context(element: Any, reader: ContextReader) -> str:
