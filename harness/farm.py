@@ -203,6 +203,7 @@ _EXACT: dict[str, Callable[[Query], Page]] = {
     "/cache/no-store": no_store_route,
     "/slow.html": slow_route,
     "/binary.bin": binary_route,
+    "/download": binary_route,  # the same file, at a URL that does not say what it is
     "/redirect": redirect_route,
 }
 _PREFIXES: dict[str, Callable[[str, Query], Page]] = {

@@ -13,7 +13,7 @@ The topical site and the traps are in harness.farm_topics.
   ``/corrupt-gzip.html``: a body that is not the gzip it says;
 - ``/status/N``: that status; ``/redirect?to=PATH``: a 301;
 - ``/cache/max-age?s=N``, ``/cache/no-store``: cache headers;
-- ``/slow.html?s=N``: answers after N seconds; ``/binary.bin``: not HTML;
+- ``/slow.html?s=N``: answers after N seconds; ``/binary.bin`` and ``/download``: not HTML;
 - ``/graph/N.html``: a wide, shallow graph of ``GRAPH_NODES`` nodes (benchmarks);
 - ``/contract/NAME``: a page for each state of the content contract.
 """

@@ -117,6 +117,7 @@ CONTRACT_INDEX = """<!DOCTYPE html><html><head><title>Contract cases</title></he
 <li><a href="/contract/pictures.html">Pictures, no text</a></li>
 <li><a href="/contract/big.html">A long article</a></li>
 <li><a href="/binary.bin">A binary file</a></li>
+<li><a href="/download">The same file, at a URL without an extension</a></li>
 <li><a href="/status/404">A missing page</a></li>
 </ul></body></html>"""
 
