@@ -86,7 +86,7 @@ from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit
 
 import lxml.etree
 import repo_root  # noqa: F401 - the repository root on sys.path
-from parsel import Selector
+from parsel import Selector, SelectorList
 
 from harness.quiet_server import QuietHandler, QuietServer
 
@@ -297,15 +297,8 @@ def _gt_docbook(site: str, page: str, heading: str) -> set[str]:
 
 
 def _gt_listed_under(site: str, page: str, heading: str) -> set[str]:
-    sel = _parsed(site, page)
-    section = _under_heading(sel, heading)
-    # One entry, one page: the first link of a dt or li, not the links in its description.
-    hrefs = [
-        href
-        for entry in section.xpath(".//dt | .//li")
-        if (href := entry.xpath("(.//a[@href])[1]/@href").get()) is not None
-    ]
-    return {p for p in _same_site(site, page, hrefs) if p != page}
+    section = _under_heading(_parsed(site, page), heading)
+    return {p for p in _same_site(site, page, _entries_first_links(section)) if p != page}
 
 
 def _gt_listed_after(site: str, page: str, heading: str) -> set[str]:
@@ -314,12 +307,17 @@ def _gt_listed_after(site: str, page: str, heading: str) -> set[str]:
     if not label:
         raise LookupError(f"{site}/{page}: no text {heading!r}")
     listing = label[0].xpath("following::*[self::ul or self::ol or self::dl][1]")
-    hrefs = [
+    return {p for p in _same_site(site, page, _entries_first_links(listing)) if p != page}
+
+
+def _entries_first_links(listing: Selector | SelectorList) -> list[str]:
+    """One entry, one page: the first link of each ``dt`` or ``li`` under *listing*,
+    not the links in its description."""
+    return [
         href
         for entry in listing.xpath(".//dt | .//li")
         if (href := entry.xpath("(.//a[@href])[1]/@href").get()) is not None
     ]
-    return {p for p in _same_site(site, page, hrefs) if p != page}
 
 
 _KINDS = {

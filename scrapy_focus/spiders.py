@@ -85,7 +85,11 @@ class FocusSpider(scrapy.Spider):
 
 def has_extension(url: str, extensions: frozenset[str]) -> bool:
     """Whether *url*'s path ends in one of *extensions* (no dot, lower case; a file
-    name's last two count too: ``tar.gz``), as Scrapy's ``LinkExtractor`` reads them."""
+    name's last two count too: ``tar.gz``), as Scrapy's ``LinkExtractor`` reads them.
+
+    The same answers as ``scrapy.utils.url.url_has_any_extension`` with the dotted
+    extensions, which tries each of them in turn: it runs for every link of every
+    page, where a set lookup per dot of the file name costs several times less."""
     if not extensions:
         return False
     parts = urlsplit(url).path.rpartition("/")[2].lower().split(".")

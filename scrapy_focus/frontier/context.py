@@ -182,8 +182,8 @@ def anchors_of(
 
 
 def _bare(link: dict[str, str]) -> bool:
-    """Whether what is known of a link says no more than its anchor: no heading, and
-    no context but the anchor's own words (a navigation bar's, a sidebar's link)."""
+    """Whether what is known of a link says no more than its anchor: no heading, or
+    no context beyond the anchor's own words (a navigation bar's, a sidebar's link)."""
     return not link["heading"] or len(link["context"]) <= len(link["anchor"])
 
 
