@@ -47,7 +47,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_harvest.py            # the whole suite
     .venv/bin/python benchmarks/bench_harvest.py --quick    # a CI-sized subset
-    .venv/bin/python benchmarks/bench_harvest.py --held-out # 16 topics on 7 sites outside the suite
+    .venv/bin/python benchmarks/bench_harvest.py --held-out # 22 topics on 9 sites outside the suite
         [--topics NAME,...] [--strategies bfs,naive,url,crawl4ai,focus]
         [--repeat R] [--jobs J] [--out FILE.md] [--charts DIR]
         [--workdir DIR] [--keep] [--no-install]

@@ -48,7 +48,11 @@ match would pick.  Per kind of section:
 ``listed-after``   a page's list that follows a line of text rather than a
                    heading (SQLite's document groups in ``docs.html``, its
                    syntax topics in ``lang.html``): the first link of every
-                   entry of the first list after that text.
+                   entry of the first list after that text;
+``texinfo``        GNU Texinfo (Octave's manual): a node and the nodes its
+                   ``ul.section-toc`` menu lists, recursively;
+``mdbook``         mdBook (the Rust books): a chapter page and the pages listed
+                   under its entry in the book's sidebar (nested sections too).
 
 Every relevant page exists on disk and is reachable by following ``<a href>``
 links from the topic's seed; running this file checks both by a breadth-first
@@ -185,6 +189,9 @@ SITES: dict[str, Site] = {
         Site("astropy", "python-astropy-doc", DOC / "python-astropy-doc/html"),
         Site("sqlite", "sqlite3-doc", DOC / "sqlite3"),
         Site("flask", "python-flask-doc", DOC / "python-flask-doc/html"),
+        # The third round (2026-12-06): GNU Texinfo and mdBook, two more generators.
+        Site("octave", "octave-doc", DOC / "octave/octave.html"),
+        Site("rust", "rust-doc", DOC / "rust-doc/html"),
     )
 }
 
@@ -310,6 +317,26 @@ def _gt_listed_after(site: str, page: str, heading: str) -> set[str]:
     return {p for p in _same_site(site, page, _entries_first_links(listing)) if p != page}
 
 
+def _gt_texinfo(site: str, page: str, heading: str) -> set[str]:
+    def links(page: str, sel: Selector) -> list[str]:
+        return _same_site(site, page, sel.css("ul.section-toc a::attr(href)").getall())
+
+    return _follow(site, [page], links)
+
+
+def _gt_mdbook(site: str, page: str, heading: str) -> set[str]:
+    """The chapter *page* and the pages listed under it in mdBook's sidebar: the
+    ``ol.section`` in the ``li`` that follows the chapter's own entry (nested
+    sections included)."""
+    sel = _parsed(site, page)
+    name = posixpath.basename(page)
+    entry = sel.xpath("//ol[@class='chapter']//li[a[1][@href=$name]]", name=name)
+    if not entry:
+        raise LookupError(f"{site}/{page}: not in its own sidebar")
+    hrefs = entry[0].xpath("following-sibling::li[1]/ol[@class='section']//a/@href").getall()
+    return {page, *_same_site(site, page, hrefs)}
+
+
 def _entries_first_links(listing: Selector | SelectorList) -> list[str]:
     """One entry, one page: the first link of each ``dt`` or ``li`` under *listing*,
     not the links in its description."""
@@ -327,6 +354,8 @@ _KINDS = {
     "docbook": _gt_docbook,
     "listed-under": _gt_listed_under,
     "listed-after": _gt_listed_after,
+    "texinfo": _gt_texinfo,
+    "mdbook": _gt_mdbook,
 }
 
 
@@ -780,6 +809,56 @@ HELD_OUT: dict[str, TopicSpec] = _by_name(
         "hosting platform instead of the development server",
         "toctree of deploying/index.html",
         Section("flask", "toctree", "deploying/index.html"),
+    ),
+    # The third round (2026-12-06): a GNU Texinfo manual and mdBook books, written the
+    # same way before any crawl of them.
+    _topic(
+        "octave-strings",
+        "octave",
+        "strings in GNU Octave: string constants and escape sequences, character arrays, "
+        "and the functions that search, compare and convert strings",
+        "the node Strings.html and its menus",
+        Section("octave", "texinfo", "Strings.html"),
+    ),
+    _topic(
+        "octave-classes",
+        "octave",
+        "user-defined classes in GNU Octave: creating a class, its methods, indexing "
+        "objects, overloading operators and functions, inheritance, and classdef classes",
+        "the node Object-Oriented-Programming.html and its menus",
+        Section("octave", "texinfo", "Object-Oriented-Programming.html"),
+    ),
+    _topic(
+        "octave-io",
+        "octave",
+        "input and output in GNU Octave: reading and writing data at the prompt or in "
+        "files, with simple functions or with C-style I/O functions for more control",
+        "the node Input-and-Output.html and its menus",
+        Section("octave", "texinfo", "Input-and-Output.html"),
+    ),
+    _topic(
+        "rust-lifetimes",
+        "rust",
+        "ownership and lifetimes in the Rustonomicon, the book of unsafe Rust: references "
+        "and aliasing, lifetimes and their limits, subtyping and variance, the drop check",
+        "The Rustonomicon, the chapter nomicon/ownership.html",
+        Section("rust", "mdbook", "nomicon/ownership.html"),
+    ),
+    _topic(
+        "rust-items",
+        "rust",
+        "items in the Rust reference: the components of a crate, such as modules, use "
+        "declarations, functions, structs, enums, traits, implementations and extern blocks",
+        "The Rust Reference, the chapter reference/items.html",
+        Section("rust", "mdbook", "reference/items.html"),
+    ),
+    _topic(
+        "rust-flow-control",
+        "rust",
+        "flow of control in Rust by Example: if and else, loops, for and ranges, match "
+        "with destructuring and guards, and if let and while let",
+        "Rust by Example, the chapter rust-by-example/flow_control.html",
+        Section("rust", "mdbook", "rust-by-example/flow_control.html"),
     ),
 )
 
