@@ -162,3 +162,61 @@ def test_a_list_after_a_line_of_text_is_its_entries_first_links(tmp_path, monkey
         harvest_suite._listed(missing)
     with pytest.raises(ValueError, match="a heading is needed"):
         harvest_suite.Section(site.name, "listed-after", "docs.html")
+
+
+def test_a_texinfo_node_is_itself_and_its_menus_nodes_recursively(tmp_path, monkeypatch):
+    import harvest_suite
+
+    pages = {
+        "Strings.html": "<p>5 Strings</p><ul class='section-toc'><li>"
+        "<a href='Escape.html'>Escape</a></li><li><a href='Arrays.html'>Arrays</a></li></ul>"
+        "<p>Next: <a href='Containers.html'>Data Containers</a></p>",
+        "Escape.html": "<p>Up: <a href='Strings.html'>Strings</a></p>",
+        "Arrays.html": "<ul class='section-toc'><li><a href='Cells.html#x'>Cells</a></li></ul>",
+        "Cells.html": "<p>Next: <a href='Containers.html'>Data Containers</a></p>",
+        "Containers.html": "<p>6 Data Containers</p>",
+    }
+    for name, body in pages.items():
+        (tmp_path / name).write_text(f"<html><body>{body}</body></html>")
+    site = harvest_suite.Site("texinfo-test", "no-package", tmp_path, "Strings.html")
+    monkeypatch.setitem(harvest_suite.SITES, site.name, site)
+    section = harvest_suite.Section(site.name, "texinfo", "Strings.html")
+    assert harvest_suite._listed(section) == {
+        f"{site.name}/{name}"
+        for name in ("Strings.html", "Escape.html", "Arrays.html", "Cells.html")
+    }
+
+
+def test_an_mdbook_chapter_is_its_page_and_the_sections_under_it_in_the_sidebar(
+    tmp_path, monkeypatch
+):
+    import harvest_suite
+
+    sidebar = (
+        "<ol class='chapter'>"
+        "<li class='chapter-item'><a href='intro.html'>Introduction</a></li>"
+        "<li class='chapter-item'><a href='error.html'>18. Error handling</a>"
+        "<a class='toggle'>&gt;</a></li>"
+        "<li><ol class='section'>"
+        "<li class='chapter-item'><a href='error/panic.html'>18.1 panic</a></li>"
+        "<li><ol class='section'><li class='chapter-item'>"
+        "<a href='error/result/map.html'>18.1.1 map</a></li></ol></li></ol></li>"
+        "<li class='chapter-item'><a href='std.html'>19. Std library types</a></li>"
+        "<li><ol class='section'><li><a href='std/box.html'>Box</a></li></ol></li>"
+        "</ol>"
+    )
+    (tmp_path / "error.html").write_text(f"<html><body>{sidebar}<main>x</main></body></html>")
+    (tmp_path / "intro.html").write_text(f"<html><body>{sidebar}</body></html>")
+    (tmp_path / "other.html").write_text(f"<html><body>{sidebar}</body></html>")
+    site = harvest_suite.Site("mdbook-test", "no-package", tmp_path, "intro.html")
+    monkeypatch.setitem(harvest_suite.SITES, site.name, site)
+    section = harvest_suite.Section(site.name, "mdbook", "error.html")
+    assert harvest_suite._listed(section) == {
+        f"{site.name}/{name}"
+        for name in ("error.html", "error/panic.html", "error/result/map.html")
+    }
+    # a chapter without sections is its page alone; a page the sidebar does not list, an error
+    intro = harvest_suite.Section(site.name, "mdbook", "intro.html")
+    assert harvest_suite._listed(intro) == {f"{site.name}/intro.html"}
+    with pytest.raises(LookupError, match="not in its own sidebar"):
+        harvest_suite._listed(harvest_suite.Section(site.name, "mdbook", "other.html"))
