@@ -216,12 +216,14 @@ class FocusRuntime:
     @cached_property
     def order(self) -> OrderGate | None:
         """The gate that makes the crawl's order reproducible (``FOCUS_REPRODUCIBLE_ORDER``,
-        :mod:`scrapy_focus.frontier.ordering`); None when off, and in a cluster."""
+        :mod:`scrapy_focus.frontier.ordering`), or its first requests' order
+        (``FOCUS_ORDERED_START``); None when both are off, and in a cluster."""
         config = self.config.frontier
-        if not (config.enabled and config.reproducible_order):
+        if not (config.enabled and (config.reproducible_order or config.ordered_start)):
             return None
         if self.config.cluster.enabled:  # nodes interleave: no one order to keep
-            logger.warning("FOCUS_REPRODUCIBLE_ORDER has no effect in cluster mode")
+            if config.reproducible_order:
+                logger.warning("FOCUS_REPRODUCIBLE_ORDER has no effect in cluster mode")
             return None
         from twisted.internet import reactor
 
@@ -237,14 +239,16 @@ class FocusRuntime:
         def engine_starting() -> bool:  # Scrapy's engine iterates the start requests
             return getattr(crawler.engine, "_start", None) is not None
 
+        whole = config.reproducible_order
         return OrderGate(
-            config.concurrency,
+            config.concurrency if whole else min(config.concurrency, config.ordered_window),
             config.order_wait,
             engine_waker(crawler),
             engine_closing,
             crawler.stats,
             reactor,
             engine_starting,
+            limit=0 if whole else config.ordered_start,
         )
 
     # -- corpus

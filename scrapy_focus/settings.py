@@ -50,9 +50,8 @@ FOCUS_CORPUS_META_KEYS: list[str] = ["depth", "focus"]
 #: as data, its class guessed from its headers (``focus/corpus/untrusted_response_class``).
 FOCUS_CORPUS_RESPONSE_CLASSES: list[str] = []
 
-#: Canonical URLs: the Addon installs
-#: :class:`~scrapy_focus.urls.CanonicalRequestFingerprinter` so that every
-#: component (dupefilter, cache, corpus) keys pages by their canonical URL.
+#: Canonical URLs: the Addon installs :class:`~scrapy_focus.urls.CanonicalRequestFingerprinter`
+#: so that every component (dupefilter, cache, corpus) keys pages by their canonical URL.
 FOCUS_CANONICAL_URLS_ENABLED = True
 
 #: Query parameters dropped by canonicalisation.  Entries ending in ``*`` are
@@ -79,8 +78,7 @@ FOCUS_TRACKING_PARAMS: list[str] = [
 #: Extract main text, metadata and structured data from every HTML response,
 #: once, in worker processes (``ExtractionMiddleware``).
 FOCUS_EXTRACT_ENABLED = True
-#: Worker count; 0 means one per CPU core.
-FOCUS_EXTRACT_WORKERS = 0
+FOCUS_EXTRACT_WORKERS = 0  # worker count; 0 means one per CPU core
 #: ``"process"`` (a hung page is killed at the time limit) or ``"thread"``.
 FOCUS_EXTRACT_MODE = "process"
 #: Hard time limit per page, in seconds.  A page over it is rejected with
@@ -229,6 +227,8 @@ FOCUS_LOG_INTERVAL = 30.0
 #: The same crawl with the same CONCURRENT_REQUESTS fetches in the same order (pages'
 #: evidence applied in dispatch order: scrapy_focus.frontier.ordering), and how long
 FOCUS_REPRODUCIBLE_ORDER = False
+FOCUS_ORDERED_START = 0  # without it, the first N requests in that order (0: off), each
+FOCUS_ORDERED_START_WINDOW = 2  # once the evidence of all but the last N is in
 FOCUS_ORDER_WAIT = 300.0  # the oldest page may hold the others back (0: forever)
 #: No request is handed out while this many responses are downloaded and not through the
 #: downloader middlewares (the extraction), and a cluster node leases no more of hosts

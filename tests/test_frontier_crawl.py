@@ -183,8 +183,13 @@ def test_stop_conditions_say_which_in_the_close_reason(farm, tmp_path):
         assert result.stats["finish_reason"] == reason, result.log[-2000:]
 
 
-def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(farm, tmp_path):
-    # /graph/ nodes to depth 2: 1 + 10 + 100 pages.
+@pytest.mark.parametrize("ordered", [False, True], ids=["", "order-kept"])
+def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(
+    farm, tmp_path, ordered
+):
+    # /graph/ nodes to depth 2: 1 + 10 + 100 pages.  With the order kept, the resumed
+    # crawl's first response comes from the corpus (a cached answer never leaves a
+    # download slot): held for its turn, it must still free its host.
     nodes = {0} | set(range(1, 11)) | set(range(11, 111))
     jobdir = tmp_path / "job"
     settings = {
@@ -193,6 +198,7 @@ def test_sigkill_and_resume_with_jobdir_loses_nothing_and_refetches_nothing(farm
         "DOWNLOAD_DELAY": 0.03,
         "CONCURRENT_REQUESTS": 2,
         "ROBOTSTXT_OBEY": False,  # the corpus and the farm's log hold graph pages only
+        "FOCUS_REPRODUCIBLE_ORDER": ordered,
     }
     command = focus_crawl_command([farm.url("/graph/0.html")], tmp_path / "first.jsonl", settings)
     env = crawl_env()

@@ -40,6 +40,17 @@ def test_evidence_is_applied_in_dispatch_order_only():
     assert order.settle(0) and order.settle(1)
 
 
+def test_an_ordered_start_keeps_the_rule_for_its_first_dispatches_only():
+    order = DispatchOrder(concurrency=3, limit=4)
+    order.take(), order.take(), order.take()
+    assert not order.may_dispatch() and not order.turn(1)  # the rule, as without a limit
+    assert order.turn(0) and order.settle(0)
+    order.take()  # dispatch 3, the last of the ordered start
+    assert order.may_dispatch()  # past it, a dispatch waits for no evidence (else: 1's)
+    assert order.turn(1) and not order.turn(2)  # what is held still goes in in order,
+    assert order.settle(1) and order.turn(2)  # and at once (else: once dispatch 5 is made)
+
+
 def test_an_empty_frontier_lets_the_next_evidence_in_at_once():
     order = DispatchOrder(concurrency=8)
     order.take()  # the seed; its links are not in yet, so nothing else to hand out
@@ -168,9 +179,9 @@ def _latency(pattern: int):
     return route
 
 
-def _fetch_order(tmp_path: Path, pattern: int, ordered: bool) -> list[str]:
+def _fetch_order(tmp_path: Path, pattern: int, ordered: bool, start: int = 0) -> list[str]:
     with Farm(route=_latency(pattern)) as farm:
-        workdir = tmp_path / f"run-{pattern}-{int(ordered)}"
+        workdir = tmp_path / f"run-{pattern}-{int(ordered)}-{start}"
         workdir.mkdir()
         result = run_focus_crawl(
             workdir,
@@ -183,6 +194,7 @@ def _fetch_order(tmp_path: Path, pattern: int, ordered: bool) -> list[str]:
                 "DOWNLOAD_DELAY": 0,
                 "FOCUS_EMIT_UNCHANGED": True,
                 "FOCUS_REPRODUCIBLE_ORDER": ordered,
+                "FOCUS_ORDERED_START": start,
             },
         )
         assert result.returncode == 0, result.log[-3000:]
@@ -200,6 +212,16 @@ def test_the_same_crawl_under_other_latencies_fetches_in_the_same_order(tmp_path
         assert first == second
     else:  # the latencies do change the order when nothing keeps it: the test can fail
         assert first != second
+
+
+def test_an_ordered_start_fetches_the_crawls_first_pages_in_the_same_order(tmp_path):
+    # The first 24 dispatches wait for the evidence of all but the last 2: the pages of
+    # the first 22 are read before dispatch 24, and before any page after it (a dispatch
+    # may bring no item: the index).
+    first = _fetch_order(tmp_path, 1, False, start=24)
+    second = _fetch_order(tmp_path, 2, False, start=24)
+    assert len(first) >= 50
+    assert first[:20] == second[:20]
 
 
 def test_one_seed_gives_the_engine_history_the_same_draws():

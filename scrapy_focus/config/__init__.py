@@ -304,6 +304,8 @@ def _frontier(read: _Reader) -> FrontierConfig:
         reproducible_order=read("FOCUS_REPRODUCIBLE_ORDER"),
         concurrency=max(1, settings.getint("CONCURRENT_REQUESTS", 16)),
         order_wait=read("FOCUS_ORDER_WAIT"),
+        ordered_start=read.optional_count("FOCUS_ORDERED_START") or 0,
+        ordered_window=read.optional_count("FOCUS_ORDERED_START_WINDOW") or 1,
         max_unprocessed=read.optional_count("FOCUS_MAX_UNPROCESSED"),
     )
 

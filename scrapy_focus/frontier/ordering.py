@@ -1,10 +1,9 @@
 """Reproducible crawl order: each dispatch decision sees a fixed prefix of the evidence.
 
-Without it a focused crawl's order depends on timing: which responses (and
-which extractions, done in worker processes) happened to finish before each
-dispatch decides what the link model, the topic's term statistics and the
-queue hold.  With ``FOCUS_REPRODUCIBLE_ORDER`` on, the frontier behaves like
-this machine, whatever the timing (C is ``CONCURRENT_REQUESTS``):
+Without it a focused crawl's order depends on timing: which responses (and which extractions,
+done in worker processes) happened to finish before each dispatch decides what the link model,
+the topic's term statistics and the queue hold. With ``FOCUS_REPRODUCIBLE_ORDER`` on, the
+frontier behaves like this machine, whatever the timing (C is ``CONCURRENT_REQUESTS``):
 
 * dispatches are numbered 0, 1, 2, ... as the scheduler hands them out;
 * a dispatch's *evidence* (its response going through the spider middlewares,
@@ -19,20 +18,22 @@ this machine, whatever the timing (C is ``CONCURRENT_REQUESTS``):
   decision the evidence prefix alone makes, so it is reproducible too; one
   dispatch's evidence, after which the frontier is asked again.
 
-:class:`DispatchOrder` is that rule as pure bookkeeping; :class:`OrderGate`
-holds the crawl's responses and returning requests until their turn;
-:class:`OrderedResponsesMiddleware` is the downloader middleware (outermost:
-it sees a response after every other middleware) that waits for the gate.
+:class:`DispatchOrder` is that rule as pure bookkeeping; :class:`OrderGate` holds the crawl's
+responses and returning requests until their turn; :class:`OrderedResponsesMiddleware` is the
+downloader middleware (outermost: it sees a response after every other middleware) that waits
+for the gate.
 
-What it costs is head-of-line waiting: a slow page holds the evidence of those
-behind it (docs/benchmarks.md, "Reproducible order").  A dispatch whose
-evidence does not come within ``FOCUS_ORDER_WAIT`` seconds (a callback that
-never finishes) stops holding the others: counted in ``focus/order/forced``,
-and the order from there on is no longer guaranteed.  Which host politeness
-lets go first is timing: in order, the request that goes is the best of all
-hosts, waiting for its host if need be (:func:`next_host`); and the
-extraction's time limit counts CPU time (:mod:`scrapy_focus.extract.pool`), so
-that load alone does not decide which pages time out.
+The ordered start (``FOCUS_ORDERED_START``): the rule for the first N dispatches only, C the
+smaller ``FOCUS_ORDERED_START_WINDOW``: a crawl's first choices weigh most, made on nearly all
+the evidence, the same way each run; past N what is held goes in at once.
+
+What it costs is head-of-line waiting: a slow page holds the evidence of those behind it
+(docs/benchmarks.md, "Reproducible order"). A dispatch whose evidence does not come within
+``FOCUS_ORDER_WAIT`` seconds (a callback that never finishes) stops holding the others
+(``focus/order/forced``), and the order from there on is not guaranteed. Which host politeness
+lets go first is timing: in order, the request that goes is the best of all hosts, waiting for
+its host if need be (:func:`next_host`); and the extraction's time limit counts CPU time
+(:mod:`scrapy_focus.extract.pool`), so that load alone does not decide which pages time out.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class DispatchOrder:
     """The ordering rule of the module docstring, as counters.
 
     ``dispatched`` dispatches were made; the evidence of every dispatch below
-    ``settled`` is applied, in order.  ``may_dispatch()`` says whether the next
+    ``settled`` is applied, in order (with a *limit*, the ordered start's, for
+    the dispatches below it only).  ``may_dispatch()`` says whether the next
     dispatch may be made; ``turn(j)`` whether dispatch j's evidence may be
     applied now, ``release(j)`` that it is going in; ``stall()`` records that
     the frontier had nothing to hand out although it might; ``settle(j)`` that
@@ -78,8 +80,9 @@ class DispatchOrder:
     next evidence had already arrived is timing; what the frontier holds is not.
     """
 
-    def __init__(self, concurrency: int) -> None:
+    def __init__(self, concurrency: int, limit: int = 0) -> None:
         self.concurrency = max(1, concurrency)
+        self.limit = limit
         self.dispatched = 0
         self.settled = 0
         # (dispatched, settled) when the frontier last had nothing to hand out
@@ -88,7 +91,14 @@ class DispatchOrder:
 
     def may_dispatch(self) -> bool:
         """Never while the head's evidence is half in (its links still arriving)."""
+        if not self.ordering:
+            return True
         return self._released != self.settled and self.dispatched < self.settled + self.concurrency
+
+    @property
+    def ordering(self) -> bool:
+        """Whether dispatches are still ordered (not past the ordered start)."""
+        return not self.limit or self.dispatched < self.limit
 
     def release(self, index: int) -> None:
         """*index*'s evidence starts going in (its turn came)."""
@@ -105,6 +115,8 @@ class DispatchOrder:
     def turn(self, index: int) -> bool:
         if index != self.settled:
             return index < self.settled
+        if not self.ordering:
+            return True  # the ordered start is over: what is held drains in order
         stalled = self._stalled_at == (self.dispatched, self.settled)
         return self.dispatched >= index + self.concurrency or stalled
 
@@ -143,8 +155,9 @@ class OrderGate:
         stats: Any,
         clock: Any,
         engine_starting: Callable[[], bool] = lambda: False,
+        limit: int = 0,
     ) -> None:
-        self.order = DispatchOrder(concurrency)
+        self.order = DispatchOrder(concurrency, limit)
         self.wait = wait
         self.wake = wake
         self.engine_closing = engine_closing
@@ -159,6 +172,7 @@ class OrderGate:
         self._timer: Any = None
         self._timed = -1
         self.closing = False
+        self.release: Callable[[Request, bool], None] | None = None  # the scheduler's
 
     def __len__(self) -> int:
         """Returning requests held for their turn (pending in the frontier)."""
@@ -171,7 +185,9 @@ class OrderGate:
 
     def dispatched(self, request: Request) -> None:
         state = state_of(request)
-        self._index[id(state)] = (self.order.take(), state)
+        index = self.order.take()
+        if not self.order.limit or index < self.order.limit:
+            self._index[id(state)] = (index, state)
         self._advance()
 
     def stall(self) -> None:
@@ -180,13 +196,15 @@ class OrderGate:
         self.order.stall()
         self._advance()
 
-    def hold(self, request: Request) -> Deferred[None] | None:
+    def hold(self, request: Request, network: bool = True) -> Deferred[None] | None:
         index = self._key(request)
         if index is None or self.closing:
             return None
         if self.order.turn(index):
             self.order.release(index)
             return None
+        if self.release is not None:  # its host's turn: a cached response never left a slot
+            self.release(request, network)
         waiter: Deferred[None] = Deferred()
         self._responses[index] = waiter
         # Its host's slot is free (politeness counts downloads), but the engine looks
@@ -323,7 +341,7 @@ class OrderedResponsesMiddleware:
         return cls(gate)
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        held = self.gate.hold(request)
+        held = self.gate.hold(request, network="cached" not in response.flags)
         if held is not None:
             await maybe_deferred_to_future(held)
         return response
@@ -349,7 +367,7 @@ def next_host(hosts: HostQueues, gate: OrderGate | None) -> str | None:
     whose best entry is the best of all hosts, once politeness lets it go, and None
     while it waits (which host is ready first is timing: it never decides what goes)."""
     host = hosts.pop_ready()
-    if gate is None or host is None or host == hosts.best_host():
+    if gate is None or host is None or not gate.order.ordering or host == hosts.best_host():
         return host
     hosts.place(host)  # back in its heap: not its turn
     return None
@@ -365,6 +383,14 @@ def dispatched(gate: OrderGate | None, request: Request) -> Request:
 def announce_order(gate: OrderGate | None) -> None:
     """Say at start-up whether the crawl's order is reproducible, and at what cost."""
     if gate is None:
+        return
+    if gate.order.limit:
+        logger.info(
+            "Ordered start (FOCUS_ORDERED_START): the first %d requests go out in a "
+            "reproducible order, each once the evidence of all but the last %d is in",
+            gate.order.limit,
+            gate.order.concurrency,
+        )
         return
     logger.info(
         "Reproducible order (FOCUS_REPRODUCIBLE_ORDER): the frontier applies each page's "

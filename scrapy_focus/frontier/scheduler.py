@@ -1,27 +1,26 @@
 """``FocusScheduler``: the single place that decides what is fetched next.
 
 Every request the engine schedules passes through :meth:`enqueue_request` (seeds, links,
-redirect targets, retries, escalations): its fingerprint and the seen set (:mod:`.dupes`);
-the scope and crawler-trap guards (:mod:`.admission`, :mod:`.traps`), which check a redirect
-target like any link, so a redirect never widens the crawl; a score in [0, 1] from the
-link's context (:mod:`.relevance`; a ``Request.priority`` set by the user wins over it);
-then the store (:mod:`.seams`, :mod:`.store_local`), ordered per host, its seen mark and
-its entry in one commit.
+redirect targets, retries, escalations): its fingerprint and the seen set (:mod:`.dupes`); the
+scope and crawler-trap guards (:mod:`.admission`, :mod:`.traps`), which check a redirect target
+like any link, so a redirect never widens the crawl; a score in [0, 1] from the link's context
+(:mod:`.relevance`; a ``Request.priority`` set by the user wins over it); then the store
+(:mod:`.seams`, :mod:`.store_local`), ordered per host, its seen mark and its entry in one
+commit.
 
 :meth:`next_request` returns the best-scoring request among the hosts that are *ready*
 (:mod:`.politeness`, :mod:`.hosts`), best-first across hosts, or ``None`` while no host is
-ready; it then asks the engine to call again when the first host becomes ready, so waiting
-costs no CPU.  What a taken request leads to is tracked by :mod:`.leases`; its page's lease
-is acknowledged once everything it yielded is in the frontier.
+ready; it then asks the engine to call again when the first host becomes ready, so waiting costs
+no CPU. What a taken request leads to is tracked by :mod:`.leases`; its page's lease is
+acknowledged once everything it yielded is in the frontier.
 
-What a user yields that is not a web page to rank (a start request or a request from a
-signal handler with a scheme other than http/https: ``data:``, ``file:``, ``ftp:``, an unknown
-one) goes to the downloader like in Scrapy, whose handlers fetch it or fail with
-``NotSupported``; links found on pages are limited to ``FOCUS_SCHEMES``.  Requests are ordered
-by the frontier, not by Scrapy's queue settings (``SCHEDULER_PRIORITY_QUEUE``,
-``SCHEDULER_*_QUEUE``): a start-up warning names any the user set; Scrapy's ``scheduler/*``
-stats are kept.  The crawl stops by itself on the conditions of :mod:`.stopping`, and when
-the store cannot write (``focus_storage_error``, :mod:`scrapy_focus.faults`)."""
+What a user yields that is not a web page to rank (a start request or a signal handler's request
+with a scheme other than http/https: ``data:``, ``file:``, ``ftp:``...) goes to the downloader
+as in Scrapy; links found on pages are limited to ``FOCUS_SCHEMES``. The frontier orders
+requests, not Scrapy's queue settings (``SCHEDULER_PRIORITY_QUEUE``, ``SCHEDULER_*_QUEUE``: a
+start-up warning names any set); Scrapy's ``scheduler/*`` stats are kept. The crawl stops by
+itself on the conditions of :mod:`.stopping`, and when the store cannot write
+(``focus_storage_error``, :mod:`scrapy_focus.faults`)."""
 
 from __future__ import annotations
 
@@ -90,7 +89,9 @@ class FocusScheduler(BaseScheduler):
         self.store: FrontierStore | None = None
         self.spider: Spider | None = None
         self._closing = False
-        self.order = runtime.order  # None unless FOCUS_REPRODUCIBLE_ORDER
+        self.order = runtime.order  # None unless the order (or the start's) is kept
+        if self.order is not None:  # a response it holds frees its host (a cached one too)
+            self.order.release = self.request_finished
         # Kept on the scheduler: signals hold their handlers by weak reference.
         self.watch = SignalWatch(self)
 
@@ -102,8 +103,7 @@ class FocusScheduler(BaseScheduler):
 
     @property
     def scope(self) -> Scope:
-        """The crawl's scope as it stands now (the seeds widen it; the browser
-        engines check a page's own navigations against it)."""
+        """The crawl's scope now (seeds widen it; browser engines check navigations by it)."""
         return self.crawl_scope.scope
 
     # -- BaseScheduler
@@ -281,13 +281,14 @@ class FocusScheduler(BaseScheduler):
 
     def _next_request(self) -> Request | None:
         store, order = self._store(), self.order
+        ordering = order is not None and order.order.ordering
         if order is not None and not order.order.may_dispatch():
             return None  # the evidence this dispatch is to see is not all in yet
         if self._closing or not len(store):
             return stalled(order)
-        if self.backlog.full():
+        if self.backlog.full() and not ordering:  # (the gate bounds those it orders)
             return None  # the pages read so far choose the next: the engine asks again
-        in_flight = len(self.leases) if order is None else order.order.in_flight
+        in_flight = order.order.in_flight if ordering else len(self.leases)
         if not self.stop_conditions.budget_left(in_flight):
             self._check_stop()  # spent already (by other nodes, by a resumed run): stop
             return stalled(order)  # else enough in flight to reach FOCUS_MAX_PAGES: no overshoot
