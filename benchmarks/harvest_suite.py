@@ -273,22 +273,27 @@ def _follow(site: str, start: Iterable[str], links: Links) -> set[str]:
     return found
 
 
-def _toctree_links(site: str) -> Links:
+def _css_links(site: str, css: str) -> Links:
+    """The same-site links a page's *css* selects (its table of contents, its menus)."""
+
     def links(page: str, sel: Selector) -> list[str]:
-        return _same_site(site, page, sel.css("div.toctree-wrapper a::attr(href)").getall())
+        return _same_site(site, page, sel.css(f"{css} a::attr(href)").getall())
 
     return links
 
 
+_TOCTREE = "div.toctree-wrapper"
+
+
 def _gt_toctree(site: str, page: str, heading: str) -> set[str]:
-    return _follow(site, [page], _toctree_links(site))
+    return _follow(site, [page], _css_links(site, _TOCTREE))
 
 
 def _gt_toctree_under(site: str, page: str, heading: str) -> set[str]:
     sel = _parsed(site, page)
-    hrefs = _under_heading(sel, heading).css("div.toctree-wrapper a::attr(href)").getall()
+    hrefs = _under_heading(sel, heading).css(f"{_TOCTREE} a::attr(href)").getall()
     start = [p for p in _same_site(site, page, hrefs) if p != page]
-    return _follow(site, start, _toctree_links(site))
+    return _follow(site, start, _css_links(site, _TOCTREE))
 
 
 def _gt_autosummary(site: str, page: str, heading: str) -> set[str]:
@@ -297,10 +302,7 @@ def _gt_autosummary(site: str, page: str, heading: str) -> set[str]:
 
 
 def _gt_docbook(site: str, page: str, heading: str) -> set[str]:
-    def links(page: str, sel: Selector) -> list[str]:
-        return _same_site(site, page, sel.css("div.toc a::attr(href)").getall())
-
-    return _follow(site, [page], links)
+    return _follow(site, [page], _css_links(site, "div.toc"))
 
 
 def _gt_listed_under(site: str, page: str, heading: str) -> set[str]:
@@ -318,10 +320,7 @@ def _gt_listed_after(site: str, page: str, heading: str) -> set[str]:
 
 
 def _gt_texinfo(site: str, page: str, heading: str) -> set[str]:
-    def links(page: str, sel: Selector) -> list[str]:
-        return _same_site(site, page, sel.css("ul.section-toc a::attr(href)").getall())
-
-    return _follow(site, [page], links)
+    return _follow(site, [page], _css_links(site, "ul.section-toc"))
 
 
 def _gt_mdbook(site: str, page: str, heading: str) -> set[str]:
