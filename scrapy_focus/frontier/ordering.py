@@ -185,9 +185,10 @@ class OrderGate:
 
     def dispatched(self, request: Request) -> None:
         state = state_of(request)
-        index = self.order.take()
-        if not self.order.limit or index < self.order.limit:
-            self._index[id(state)] = (index, state)
+        if self.order.ordering:  # past the ordered start, a dispatch is held for nothing
+            self._index[id(state)] = (self.order.take(), state)
+        else:
+            self.order.take()
         self._advance()
 
     def stall(self) -> None:
@@ -203,13 +204,11 @@ class OrderGate:
         if self.order.turn(index):
             self.order.release(index)
             return None
-        if self.release is not None:  # its host's turn: a cached response never left a slot
+        if self.release is not None:  # its host is free (a cached answer never left a slot)
             self.release(request, network)
         waiter: Deferred[None] = Deferred()
         self._responses[index] = waiter
-        # Its host's slot is free (politeness counts downloads), but the engine looks
-        # for the next request only once a response is through: ask it now.
-        self.wake()
+        self.wake()  # the engine asks for the next request only once a response is through
         self.stats.inc_value("focus/order/held")
         since = self.clock.seconds()
         waiter.addCallback(self._count_wait, since)
