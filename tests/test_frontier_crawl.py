@@ -113,7 +113,10 @@ def test_crawler_traps_end_by_themselves(farm, tmp_path):
     assert stats["focus/pages_fetched"] < 300
 
 
-def test_gaps_between_requests_to_one_host_are_never_shorter_than_the_delay(farm, tmp_path):
+@pytest.mark.parametrize("ordered_start", [0, 32], ids=["own-order", "ordered-start"])
+def test_gaps_between_requests_to_one_host_are_never_shorter_than_the_delay(
+    farm, tmp_path, ordered_start
+):
     delay = 0.4
     seeds = [farm.url("/index.html"), f"http://localhost:{farm.port}/index.html"]
     since = time.monotonic()
@@ -123,7 +126,12 @@ def test_gaps_between_requests_to_one_host_are_never_shorter_than_the_delay(farm
         None,
         # robots.txt is fetched by Scrapy's middleware, outside the frontier, paced by the
         # downloader's slot alone (RANDOMIZE_DOWNLOAD_DELAY: from half the delay)
-        {"DOWNLOAD_DELAY": delay, "FOCUS_MAX_PAGES": 14, "ROBOTSTXT_OBEY": False},
+        {
+            "DOWNLOAD_DELAY": delay,
+            "FOCUS_MAX_PAGES": 14,
+            "ROBOTSTXT_OBEY": False,
+            "FOCUS_ORDERED_START": ordered_start,  # which waits for no host's delay
+        },
     )
     assert result.returncode == 0, result.log[-3000:]
     by_host: dict[str, list[float]] = defaultdict(list)

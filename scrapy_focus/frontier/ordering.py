@@ -31,9 +31,9 @@ What it costs is head-of-line waiting: a slow page holds the evidence of those b
 (docs/benchmarks.md, "Reproducible order"). A dispatch whose evidence does not come within
 ``FOCUS_ORDER_WAIT`` seconds (a callback that never finishes) stops holding the others
 (``focus/order/forced``), and the order from there on is not guaranteed. Which host politeness
-lets go first is timing: in order, the request that goes is the best of all hosts, waiting for
-its host if need be (:func:`next_host`); and the extraction's time limit counts CPU time
-(:mod:`scrapy_focus.extract.pool`), so that load alone does not decide which pages time out.
+lets go first is timing: with the whole order kept, the request that goes is the best of all
+hosts, waiting for its host (:func:`next_host`); and the extraction's time limit counts CPU
+time (:mod:`scrapy_focus.extract.pool`), so that load alone does not decide what times out.
 """
 
 from __future__ import annotations
@@ -362,11 +362,12 @@ def stalled(gate: OrderGate | None) -> None:
 
 
 def next_host(hosts: HostQueues, gate: OrderGate | None) -> str | None:
-    """The host to take from: the ready one with the best entry; in order, the one
-    whose best entry is the best of all hosts, once politeness lets it go, and None
-    while it waits (which host is ready first is timing: it never decides what goes)."""
+    """The host to take from: the ready one with the best entry; with the whole order
+    kept, the one with the best entry of all once politeness lets it go, None while it
+    waits (which host is ready first is timing).  The ordered start never waits: one
+    host's delay would hold every host back (its order is the same where none waits)."""
     host = hosts.pop_ready()
-    if gate is None or host is None or not gate.order.ordering or host == hosts.best_host():
+    if gate is None or host is None or gate.order.limit or host == hosts.best_host():
         return host
     hosts.place(host)  # back in its heap: not its turn
     return None
