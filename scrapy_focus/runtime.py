@@ -30,6 +30,7 @@ from scrapy_focus.config import FocusConfig
 from scrapy_focus.engines.headers import awaited
 
 if TYPE_CHECKING:
+    from scrapy import Request
     from scrapy.crawler import Crawler
 
     from scrapy_focus.cluster.assembly import ClusterNode
@@ -239,6 +240,10 @@ class FocusRuntime:
         def engine_starting() -> bool:  # Scrapy's engine iterates the start requests
             return getattr(crawler.engine, "_start", None) is not None
 
+        def engine_holds(request: Request) -> bool:  # till the scrape of its answer ends
+            slot = getattr(crawler.engine, "_slot", None)
+            return slot is None or request in slot.inprogress
+
         whole = config.reproducible_order
         return OrderGate(
             config.concurrency if whole else min(config.concurrency, config.ordered_window),
@@ -249,6 +254,7 @@ class FocusRuntime:
             reactor,
             engine_starting,
             limit=0 if whole else config.ordered_start,
+            engine_holds=engine_holds,
         )
 
     # -- corpus

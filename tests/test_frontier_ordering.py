@@ -150,6 +150,22 @@ def test_a_head_that_never_reports_stops_holding_the_others_after_the_wait():
     assert gate.stats.get_value("focus/order/forced") == 1
 
 
+def test_a_dispatch_the_engine_let_go_unseen_settles_once_it_is_the_head():
+    """An answer a middleware dropped on its way back never reaches the gate or the
+    spider: once the engine has let the request go, nothing more of it will come."""
+    out: set[Request] = set()
+    stats = get_crawler().stats
+    gate = OrderGate(2, 0.0, Wakes(), lambda: False, stats, Clock(), engine_holds=out.__contains__)
+    first, second = dispatch(gate, 2)
+    out.update((first, second))
+    assert not gate.may_dispatch()  # both out, neither has reported
+    out.discard(second)  # dropped, but not the head: the line waits for the first
+    assert not gate.may_dispatch() and gate.order.settled == 0
+    out.discard(first)
+    assert gate.may_dispatch() and gate.order.settled == 2
+    assert stats.get_value("focus/order/unseen") == 2
+
+
 def test_a_closing_engine_lets_every_held_response_go():
     gate, clock, closing = gate_of(4)
     requests = dispatch(gate, 4)
@@ -238,7 +254,10 @@ def test_one_seed_gives_the_engine_history_the_same_draws():
 def test_failures_retries_redirects_and_timeouts_count_as_evidence_and_never_stall(tmp_path):
     """Every way a dispatch can end without a page of its own: a 404, a 500 retried
     then given up, a redirect, a download timeout (escalated to the browser engines),
-    an offsite link, a link back to the seed.  The crawl ends by itself, in one order."""
+    an offsite link, a link back to the seed, an answer a middleware drops on its way
+    back (a body that is not the gzip it says: the errback gets it past every other
+    middleware), a seed whose connection is refused.  The crawl ends by itself, in
+    one order."""
     hub = "".join(
         f'<a href="{href}">{name}</a> '
         for href, name in [
@@ -250,6 +269,7 @@ def test_failures_retries_redirects_and_timeouts_count_as_evidence_and_never_sta
             ("/articles/1.html", "one"),
             ("/articles/2.html", "two"),
             ("/ord/hub.html", "itself"),
+            ("/corrupt-gzip.html", "dropped"),
         ]
     )
 
@@ -261,7 +281,7 @@ def test_failures_retries_redirects_and_timeouts_count_as_evidence_and_never_sta
             workdir.mkdir()
             result = run_focus_crawl(
                 workdir,
-                [farm.url("/ord/hub.html")],
+                [farm.url("/ord/hub.html"), "http://127.0.0.1:1/refused.html"],
                 ASTRONOMY,
                 {
                     "FOCUS_MAX_DEPTH": 1,
@@ -281,6 +301,9 @@ def test_failures_retries_redirects_and_timeouts_count_as_evidence_and_never_sta
     second, _ = order_of(2)
     assert stats["finish_reason"] == "finished"
     assert "focus/order/forced" not in stats
+    assert stats["focus/decompression/corrupt"] == 1
+    # the dropped answer; the refused connection is seen (process_exception)
+    assert stats["focus/order/unseen"] == 1
     assert stats["retry/count"] >= 1  # the 500, retried once
     # the timeout, escalated to the browsers (a thin page there): requests coming back
     assert stats["focus/ladder/escalate/http-chromium"] >= 1

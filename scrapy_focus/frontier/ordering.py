@@ -7,9 +7,10 @@ frontier behaves like this machine, whatever the timing (C is ``CONCURRENT_REQUE
 
 * dispatches are numbered 0, 1, 2, ... as the scheduler hands them out;
 * a dispatch's *evidence* (its response going through the spider middlewares,
-  its callback, its links reaching the frontier; or its failure; or its retry,
-  redirect or escalation coming back to the scheduler) is applied in dispatch
-  order, one dispatch after the other;
+  its callback, its links reaching the frontier; or its failure; or, for an
+  answer a middleware drops on its way back, the engine letting the request go;
+  or its retry, redirect or escalation coming back to the scheduler) is applied
+  in dispatch order, one dispatch after the other;
 * the evidence of dispatch j is applied once dispatch j+C-1 has been made, and
   dispatch k is made once the evidence of dispatches 0..k-C is all applied, so
   the k-th decision sees exactly the first k-C+1 dispatches' evidence;
@@ -18,10 +19,10 @@ frontier behaves like this machine, whatever the timing (C is ``CONCURRENT_REQUE
   decision the evidence prefix alone makes, so it is reproducible too; one
   dispatch's evidence, after which the frontier is asked again.
 
-:class:`DispatchOrder` is that rule as pure bookkeeping; :class:`OrderGate` holds the crawl's
-responses and returning requests until their turn; :class:`OrderedResponsesMiddleware` is the
-downloader middleware (outermost: it sees a response after every other middleware) that waits
-for the gate.
+:class:`~.dispatch_order.DispatchOrder` is that rule as pure bookkeeping; :class:`OrderGate`
+holds the crawl's responses and returning requests until their turn;
+:class:`OrderedResponsesMiddleware` is the downloader middleware (outermost: it sees a
+response after every other middleware) that waits for the gate.
 
 The ordered start (``FOCUS_ORDERED_START``): the rule for the first N dispatches only, C the
 smaller ``FOCUS_ORDERED_START_WINDOW``: a crawl's first choices weigh most, made on nearly all
@@ -48,6 +49,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from scrapy_focus.faults import StorageError
+from scrapy_focus.frontier.dispatch_order import DispatchOrder
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import peek, state_of
 
@@ -62,77 +64,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class DispatchOrder:
-    """The ordering rule of the module docstring, as counters.
-
-    ``dispatched`` dispatches were made; the evidence of every dispatch below
-    ``settled`` is applied, in order (with a *limit*, the ordered start's, for
-    the dispatches below it only).  ``may_dispatch()`` says whether the next
-    dispatch may be made; ``turn(j)`` whether dispatch j's evidence may be
-    applied now, ``release(j)`` that it is going in; ``stall()`` records that
-    the frontier had nothing to hand out although it might; ``settle(j)`` that
-    j's evidence is applied (only the head of the line moves the count: a late
-    report of a forced one is ignored).
-
-    A stall lets one dispatch's evidence in, not every one that has arrived:
-    the frontier is asked again once that evidence is applied, since what it
-    brought (a page's links) may be what the next dispatch takes.  Whether the
-    next evidence had already arrived is timing; what the frontier holds is not.
-    """
-
-    def __init__(self, concurrency: int, limit: int = 0) -> None:
-        self.concurrency = max(1, concurrency)
-        self.limit = limit
-        self.dispatched = 0
-        self.settled = 0
-        # (dispatched, settled) when the frontier last had nothing to hand out
-        self._stalled_at = (-1, -1)
-        self._released = -1  # the head whose evidence is going in, not all in yet
-
-    def may_dispatch(self) -> bool:
-        """Never while the head's evidence is half in (its links still arriving)."""
-        if not self.ordering:
-            return True
-        return self._released != self.settled and self.dispatched < self.settled + self.concurrency
-
-    @property
-    def ordering(self) -> bool:
-        """Whether dispatches are still ordered (not past the ordered start)."""
-        return not self.limit or self.dispatched < self.limit
-
-    def release(self, index: int) -> None:
-        """*index*'s evidence starts going in (its turn came)."""
-        self._released = index
-
-    def take(self) -> int:
-        index = self.dispatched
-        self.dispatched += 1
-        return index
-
-    def stall(self) -> None:
-        self._stalled_at = (self.dispatched, self.settled)
-
-    def turn(self, index: int) -> bool:
-        if index != self.settled:
-            return index < self.settled
-        if not self.ordering:
-            return True  # the ordered start is over: what is held drains in order
-        stalled = self._stalled_at == (self.dispatched, self.settled)
-        return self.dispatched >= index + self.concurrency or stalled
-
-    def settle(self, index: int) -> bool:
-        """True if *index* was the head of the line (the line moved)."""
-        if index != self.settled:
-            return False
-        self.settled += 1
-        return True
-
-    @property
-    def in_flight(self) -> int:
-        """Dispatches whose evidence is not applied yet."""
-        return self.dispatched - self.settled
-
-
 class OrderGate:
     """Holds each dispatch's evidence until its turn (see the module docstring).
 
@@ -143,7 +74,9 @@ class OrderGate:
     turn (now or later); ``settle(request)`` says the evidence is applied.
     *clock* (the reactor) times the bounded wait of the head of the line;
     *engine_closing* says when the engine closes (everything goes on then),
-    *engine_starting* whether start requests may still come (no stall till then).
+    *engine_starting* whether start requests may still come (no stall till then),
+    *engine_holds(request)* whether the engine still has a dispatch (its answer on
+    the way, or in the spider): one it let go brings no more evidence.
     """
 
     def __init__(
@@ -156,16 +89,19 @@ class OrderGate:
         clock: Any,
         engine_starting: Callable[[], bool] = lambda: False,
         limit: int = 0,
+        engine_holds: Callable[[Request], bool] = lambda request: True,
     ) -> None:
         self.order = DispatchOrder(concurrency, limit)
         self.wait = wait
         self.wake = wake
         self.engine_closing = engine_closing
         self.engine_starting = engine_starting
+        self.engine_holds = engine_holds
         self.stats = stats
         self.clock = clock
         self._head_since = clock.seconds()
         self._index: dict[int, tuple[int, Any]] = {}  # id(state) → (index, state)
+        self._out: dict[int, Request] = {}  # index → its request, while it may report
         # index → what its turn runs: a response's Deferred, or a returning request's enqueue
         self._responses: dict[int, Deferred[None]] = {}
         self._requests: dict[int, Callable[[], Any]] = {}
@@ -186,7 +122,9 @@ class OrderGate:
     def dispatched(self, request: Request) -> None:
         state = state_of(request)
         if self.order.ordering:  # past the ordered start, a dispatch is held for nothing
-            self._index[id(state)] = (self.order.take(), state)
+            index = self.order.take()
+            self._index[id(state)] = (index, state)
+            self._out[index] = request
         else:
             self.order.take()
         self._advance()
@@ -240,7 +178,29 @@ class OrderGate:
                 self.wake()
 
     def _forget(self, request: Request) -> None:
-        self._index.pop(id(peek(request)), None)
+        entry = self._index.pop(id(peek(request)), None)
+        if entry is not None:
+            self._out.pop(entry[0], None)
+
+    def may_dispatch(self) -> bool:
+        """Whether the next dispatch may be made (:meth:`DispatchOrder.may_dispatch`),
+        once the heads of the line that ended unseen are settled."""
+        self._settle_unseen()
+        return self.order.may_dispatch()
+
+    def _settle_unseen(self) -> None:
+        """Settle the head while the engine has let its request go with nothing held:
+        a middleware dropped its answer on the way back (an ``IgnoreRequest`` raised
+        in ``process_response`` reaches the errback past every other middleware), so
+        no evidence of it will come, and what the errback yielded is in."""
+        while (request := self._out.get(head := self.order.settled)) is not None:
+            if head in self._responses or self.engine_holds(request):
+                return
+            self._forget(request)
+            self.order.settle(head)
+            self.stats.inc_value("focus/order/unseen")
+            self._advance()
+            self.wake()
 
     def _advance(self) -> None:
         """Let the head of the line go on while its turn has come."""
@@ -288,6 +248,7 @@ class OrderGate:
         if self.engine_closing():
             self.flush()
             return
+        self._settle_unseen()
         head = self.order.settled
         if self.wait and self.clock.seconds() - self._head_since >= self.wait:
             self._force(head)

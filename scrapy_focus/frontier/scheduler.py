@@ -282,7 +282,7 @@ class FocusScheduler(BaseScheduler):
     def _next_request(self) -> Request | None:
         store, order = self._store(), self.order
         ordering = order is not None and order.order.ordering
-        if order is not None and not order.order.may_dispatch():
+        if order is not None and not order.may_dispatch():
             return None  # the evidence this dispatch is to see is not all in yet
         if self._closing or not len(store):
             return stalled(order)
