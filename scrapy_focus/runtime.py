@@ -241,8 +241,8 @@ class FocusRuntime:
             return getattr(crawler.engine, "_start", None) is not None
 
         def engine_holds(request: Request) -> bool:  # till the scrape of its answer ends
-            slot = getattr(crawler.engine, "_slot", None)
-            return slot is None or request in slot.inprogress
+            slot = getattr(crawler.engine, "_slot", None)  # None: no engine runs (a test)
+            return slot is not None and request in slot.inprogress
 
         whole = config.reproducible_order
         return OrderGate(

@@ -574,6 +574,7 @@ def test_a_retry_goes_before_its_hosts_other_pages(hostile, tmp_path):
         [site.hub(*paths)],
         FOCUS_LADDER_ENABLED=False,
         CONCURRENT_REQUESTS_PER_DOMAIN=1,
+        FOCUS_ORDERED_START=0,  # which queues a retry at its turn, after the next request
     )
     hits = sorted((hit for path in paths for hit in result.hits(site, path)), key=lambda h: h.at)
     assert [(hit.path, hit.status) for hit in hits] == [
