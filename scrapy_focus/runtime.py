@@ -241,8 +241,9 @@ class FocusRuntime:
             return getattr(crawler.engine, "_start", None) is not None
 
         def engine_holds(request: Request) -> bool:  # till the scrape of its answer ends
-            slot = getattr(crawler.engine, "_slot", None)  # None: no engine runs (a test)
-            return slot is not None and request in slot.inprogress
+            # No engine's set (none runs, or a test's stand-in): nothing is in progress.
+            inprogress = getattr(getattr(crawler.engine, "_slot", None), "inprogress", None)
+            return isinstance(inprogress, set) and request in inprogress
 
         whole = config.reproducible_order
         return OrderGate(

@@ -541,9 +541,11 @@ def test_a_new_domain_is_held_back_until_its_start_engine_settles(hostile, tmp_p
             FOCUS_HISTORY_PROBE_RATE=0.0,
             FOCUS_ENGINES="http,chromium",
             FOCUS_HISTORY_LEARNING_CONCURRENCY=learning,
-            # The frontier's own wait for pages being read (frontier/backlog.py) would
-            # hold these back too: off, so that the slow start is what is measured.
+            # The frontier's own waits for pages being read (frontier/backlog.py, the
+            # ordered start) would hold these back too: off, so that the slow start is
+            # what is measured.
             FOCUS_MAX_UNPROCESSED=0,
+            FOCUS_ORDERED_START=0,
         )
         assert all(result.item(site.url(path))["engine"] == "chromium" for path in pages)
         started[learning] = [engines_used(result, site, path)[0] for path in pages]
