@@ -227,7 +227,7 @@ FOCUS_LOG_INTERVAL = 30.0
 #: The same crawl with the same CONCURRENT_REQUESTS fetches in the same order (pages'
 #: evidence applied in dispatch order: scrapy_focus.frontier.ordering), and how long
 FOCUS_REPRODUCIBLE_ORDER = False
-FOCUS_ORDERED_START = 32  # without it, the first N requests in that order (0: off), each
+FOCUS_ORDERED_START = 64  # without it, the first N requests in that order (0: off), each
 FOCUS_ORDERED_START_WINDOW = 2  # once the evidence of all but the last N is in
 FOCUS_ORDER_WAIT = 300.0  # the oldest page may hold the others back (0: forever)
 #: No request is handed out while this many responses are downloaded and not through the

@@ -119,7 +119,7 @@ class FrontierConfig:
     concurrency: int  # CONCURRENT_REQUESTS: the C of the reproducible order
     order_wait: float
     max_unprocessed: int | None  # None: as many as the extraction workers (.backlog)
-    ordered_start: int = 32  # without reproducible_order: the first N dispatches in order
+    ordered_start: int = 64  # without reproducible_order: the first N dispatches in order
     ordered_window: int = 2  # ... each once the evidence of all but this many is in
 
 
