@@ -16,6 +16,10 @@ without crawling again:
                         every 10 pages on the crawl's own top-scored fifth as positives
                         (pseudo-labels: no ground truth; the URL tokens' IDF is over the
                         whole crawl, which flatters it slightly);
+``BM25 …``              Okapi BM25 of the topic's words, the crawl's IDF, normalised to [0, 1];
+``the topic's words …``  how much of the topic (IDF-weighted, each word once) the page holds;
+``title …``, ``the text's first …`` the crawler's scorer with other field weights, or
+                        its text cut short: other lexical page scores, no labels;
 ``feedback top k β``     pseudo-relevance feedback (Rocchio): every 10 pages, the
                         distinctive terms (frequency times IDF) of the k pages scored highest
                         so far join the topic's profile at weight β, as the crawl could do
@@ -345,6 +349,70 @@ def background(weighted: bool, frozen: int = 0) -> Scorer:
     return score
 
 
+def bm25(k1: float = 1.2, b: float = 0.75) -> Scorer:
+    """Okapi BM25 of the topic's words in the page (title three times, headings twice, as
+    the crawler weighs them), with the crawl's IDF and its mean page length so far,
+    divided by the score of a page holding every topic word: in [0, 1]."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        query = Counter(terms(text))
+        out, total = [], 0
+        for i, d in enumerate(docs, 1):
+            title, heading, body = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
+            topic.observe([*title, *heading, *body])
+            bag = Counter([*title * 3, *heading * 2, *body])
+            length = sum(bag.values())
+            total += length
+            norm = k1 * (1 - b + b * length / max(total / i, 1.0))
+            got = best = 0.0
+            for term, count in query.items():
+                weight = count * topic.idf(term) * (k1 + 1)
+                got += weight * bag[term] / (bag[term] + norm)
+                best += weight
+            out.append(got / best if best else 0.0)
+        return out
+
+    return score
+
+
+def weighted(title: int = 3, headings: int = 2, body: int = 1, chars: int = 50_000) -> Scorer:
+    """The crawler's page relevance with other weights of its fields, or its text cut to
+    the first *chars* characters (the IDF still counts the whole page)."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        out = []
+        for d in docs:
+            t, h, b = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
+            topic.observe([*t, *h, *b])
+            cosine = topic.similarity([*t * title, *h * headings, *terms(d.text[:chars]) * body])
+            relevance = cosine / (cosine + topic.scale) if cosine > 0 else 0.0
+            if relevance:
+                covered = topic.coverage(topic.expand(url_terms(_url(d))))
+                relevance = min(1.0, relevance * (1.0 + covered))
+            out.append(relevance)
+        return out
+
+    return score
+
+
+def covered(with_body: bool) -> Scorer:
+    """The IDF-weighted share of the topic's words the page's title and headings (and
+    text) hold, however often: :meth:`Topic.coverage`, compounds expanded."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        out = []
+        for d in docs:
+            t, h, b = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
+            topic.observe([*t, *h, *b])
+            out.append(topic.coverage(topic.expand([*t, *h, *(b if with_body else ())])))
+        return out
+
+    return score
+
+
 def with_url(combine: Callable[[float, float], float]) -> Scorer:
     """The text's relevance combined with how much of the topic the page's URL holds
     (``combine(relevance, coverage)``): the forms of the URL's evidence measured."""
@@ -420,6 +488,16 @@ SCORERS: dict[str, Scorer] = {
     "scaled by its URL's coverage (gain 2)": with_url(lambda r, c: min(1.0, r * (1 + 2 * c))),
     # lowers every page whose URL names no topic word
     "blended with its URL's coverage (two fifths)": with_url(lambda r, c: 0.6 * r + 0.4 * c),
+    "BM25 k1 1.2 b 0.75": bm25(),
+    "BM25 k1 1.2 b 0.3": bm25(b=0.3),
+    "BM25 k1 2 b 0.75": bm25(k1=2.0),
+    "the topic's words the title and headings hold": covered(with_body=False),
+    "the topic's words the page holds": covered(with_body=True),
+    "title 6 headings 3 text 1": weighted(6, 3, 1),
+    "title and headings once": weighted(1, 1, 1),
+    "the text's first 5000 characters": weighted(chars=5_000),
+    "the text's first 500 characters": weighted(chars=500),
+    "title and headings only": weighted(body=0),
     "feedback top 3 β 0.6": feedback(3, 0.6),
     "feedback top 10 β 0.3": feedback(10, 0.3),
     "feedback top 10 β 1": feedback(10, 1.0),
