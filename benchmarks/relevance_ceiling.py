@@ -349,6 +349,14 @@ def background(weighted: bool, frozen: int = 0) -> Scorer:
     return score
 
 
+def _read(topic: Topic, doc: Doc) -> tuple[list[str], list[str], list[str]]:
+    """The terms of *doc*'s title, headings and text, counted in *topic*'s IDF first
+    (as the crawler counts a page before it scores it)."""
+    fields = terms(doc.title), terms(" ".join(doc.headings)), terms(doc.text)
+    topic.observe([term for field in fields for term in field])
+    return fields
+
+
 def bm25(k1: float = 1.2, b: float = 0.75) -> Scorer:
     """Okapi BM25 of the topic's words in the page (title three times, headings twice, as
     the crawler weighs them), with the crawl's IDF and its mean page length so far,
@@ -359,8 +367,7 @@ def bm25(k1: float = 1.2, b: float = 0.75) -> Scorer:
         query = Counter(terms(text))
         out, total = [], 0
         for i, d in enumerate(docs, 1):
-            title, heading, body = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
-            topic.observe([*title, *heading, *body])
+            title, heading, body = _read(topic, d)
             bag = Counter([*title * 3, *heading * 2, *body])
             length = sum(bag.values())
             total += length
@@ -384,9 +391,10 @@ def weighted(title: int = 3, headings: int = 2, body: int = 1, chars: int = 50_0
         topic = Topic(text)
         out = []
         for d in docs:
-            t, h, b = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
-            topic.observe([*t, *h, *b])
-            cosine = topic.similarity([*t * title, *h * headings, *terms(d.text[:chars]) * body])
+            t, h, b = _read(topic, d)
+            if chars < len(d.text):
+                b = terms(d.text[:chars])
+            cosine = topic.similarity([*t * title, *h * headings, *b * body])
             relevance = cosine / (cosine + topic.scale) if cosine > 0 else 0.0
             if relevance:
                 covered = topic.coverage(topic.expand(url_terms(_url(d))))
@@ -405,8 +413,7 @@ def covered(with_body: bool) -> Scorer:
         topic = Topic(text)
         out = []
         for d in docs:
-            t, h, b = terms(d.title), terms(" ".join(d.headings)), terms(d.text)
-            topic.observe([*t, *h, *b])
+            t, h, b = _read(topic, d)
             out.append(topic.coverage(topic.expand([*t, *h, *(b if with_body else ())])))
         return out
 
