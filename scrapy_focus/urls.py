@@ -9,6 +9,7 @@ are :mod:`scrapy_focus.domains`'.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -55,6 +56,9 @@ class TrackingParams:
 
 DEFAULT_TRACKING_PARAMS = TrackingParams(defaults.FOCUS_TRACKING_PARAMS)
 
+
+#: URLs whose canonical form a fingerprinter keeps (a few MB at most).
+CANONICAL_MEMO = 20_000
 
 # A URL that canonicalisation leaves as it is but for the host's case and a default
 # port: http(s), a plain ASCII host name, and a path of characters that need no
@@ -161,6 +165,10 @@ class CanonicalRequestFingerprinter:
 
     def __init__(self, tracking: TrackingParams = DEFAULT_TRACKING_PARAMS) -> None:
         self.tracking = tracking
+        # A site's pages link to the same URLs (its navigation): each is canonicalised once.
+        self._canonical = functools.lru_cache(maxsize=CANONICAL_MEMO)(
+            functools.partial(canonicalize_url, tracking=tracking)
+        )
         # request -> (verbatim_url flag, canonical URL, fingerprint)
         self._cache: WeakKeyDictionary[Request, tuple[bool, str, bytes]] = WeakKeyDictionary()
 
@@ -181,7 +189,8 @@ class CanonicalRequestFingerprinter:
         verbatim = bool(request.meta.get("verbatim_url"))
         keys = self._cache.get(request)
         if keys is None or keys[0] is not verbatim:
-            url = request.url if verbatim else canonicalize_url(request.url, self.tracking)
+            # (the fragment never counts: the memo keeps one entry for a page's anchors)
+            url = request.url if verbatim else self._canonical(request.url.split("#", 1)[0])
             keys = (verbatim, url, url_fingerprint(url, request.method, request.body))
             self._cache[request] = keys
         return keys
