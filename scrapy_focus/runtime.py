@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from scrapy_focus.engines.discovery import EngineInfo
     from scrapy_focus.engines.history import DomainHistory
     from scrapy_focus.engines.pool import BrowserPool
+    from scrapy_focus.frontier.known import KnownLinks
     from scrapy_focus.frontier.ordering import OrderGate
     from scrapy_focus.frontier.relevance import FocusModel
     from scrapy_focus.frontier.seams import CrawlCounters, PolitenessState
@@ -213,6 +214,13 @@ class FocusRuntime:
         from scrapy_focus.signals import PageOutputs
 
         return PageOutputs()
+
+    @cached_property
+    def known_links(self) -> KnownLinks:
+        """Which links the scheduler would drop as duplicates (it binds it when it opens)."""
+        from scrapy_focus.frontier.known import KnownLinks
+
+        return KnownLinks(self.crawler.stats)
 
     @cached_property
     def order(self) -> OrderGate | None:

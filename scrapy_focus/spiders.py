@@ -2,9 +2,10 @@
 
 It fetches the seeds (``FOCUS_SEEDS`` or ``-a seeds=URL,URL``), yields one
 :class:`~scrapy_focus.items.PageItem` per page and offers every link to the
-frontier, which decides what is worth fetching.  Subclass it to change
-``parse_page`` or ``links``; or keep your own spiders: the frontier works with
-any spider.
+frontier, which decides what is worth fetching (a link to a page the frontier is
+done with it drops itself, counted as a duplicate: :mod:`scrapy_focus.frontier.known`).
+Subclass it to change ``parse_page`` or ``links``; or keep your own spiders: the
+frontier works with any spider.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
+from scrapy_focus.frontier.known import KnownLinks
 from scrapy_focus.items import PageItem, page_item
 from scrapy_focus.runtime import FocusRuntime
 
@@ -67,16 +69,33 @@ class FocusSpider(scrapy.Spider):
             hrefs = response.selector.root.xpath("//a/@href")
         except (ValueError, AttributeError):
             return
-        for href in hrefs:
-            href = href.strip()
-            if not href or href.startswith(SKIPPED_SCHEMES):
-                continue
-            try:
-                request = response.follow(href, callback=self.parse)
-            except ValueError:
-                continue
-            if not self.denied(request.url):
-                yield request
+        encoding, settled = response.encoding, 0
+        known = self._known_links()
+
+        def build(url: str) -> scrapy.Request:
+            return scrapy.Request(url, callback=self.parse, encoding=encoding)
+
+        try:
+            for href in hrefs:
+                href = href.strip()
+                if not href or href.startswith(SKIPPED_SCHEMES):
+                    continue
+                try:
+                    url = response.urljoin(href)  # as response.follow(href) joins it
+                    request = known.follow(url, encoding, build) if known else build(url)
+                except ValueError:
+                    continue
+                if request is None:
+                    settled += 1  # the frontier is done with its page: not offered
+                elif not self.denied(request.url):
+                    yield request
+        finally:
+            if known is not None:
+                known.count(settled)
+
+    def _known_links(self) -> KnownLinks | None:
+        crawler = getattr(self, "crawler", None)
+        return FocusRuntime.of(crawler).known_links if crawler is not None else None
 
     def denied(self, url: str) -> bool:
         """Whether *url*'s path ends in one of :attr:`deny_extensions`."""

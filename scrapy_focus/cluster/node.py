@@ -145,6 +145,14 @@ class NodeStore:
                 offered[taken] = None
         return offered.get(fingerprint)
 
+    def settled(self, fingerprint: bytes) -> bool:
+        """Whether :meth:`seen_add` would call *fingerprint* seen, and this node has
+        no queued entry of it to raise (its recency refreshed, as seen_add does)."""
+        if fingerprint not in self._offered:
+            return False
+        self._offered.move_to_end(fingerprint)
+        return self.pending_key(fingerprint) is None
+
     def replace(
         self,
         old_key: bytes,

@@ -14,7 +14,8 @@ A spider middleware, so any spider gains it:
   page when the spider did not say: an anchor, title, context or heading the
   spider put in ``meta["focus"]`` itself wins), the parent's URL and
   relevance, the shark-search inheritance and the distance from the last
-  relevant ancestor;
+  relevant ancestor; a request to a page the frontier is done with (fetched,
+  in flight or refused) it drops, as the frontier would (:mod:`.known`);
 * page items without a relevance get it;
 * when the callback's output is exhausted it sends
   :data:`~scrapy_focus.signals.page_done` with a
@@ -239,6 +240,7 @@ class LinkContextMiddleware:
         # with another scheduler (a user's own) there is nothing to count.
         self.track_output = issubclass(load_object(config.scheduler_class), FocusScheduler)
         self.max_links = config.max_links_per_page
+        self.known = runtime.known_links
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -277,15 +279,19 @@ class LinkContextMiddleware:
     ) -> AsyncIterator[Any]:
         anchors: dict[str, dict[str, str]] | None = None
         output = PageOutput(response.request) if self.track_output else None
-        # Distinct URLs (fragments aside) of the page's requests: past max_links, a
-        # new one is dropped; one already kept may come again (the frontier dedups it).
+        # Distinct URLs (fragments aside) of the page's requests to pages the frontier
+        # is not done with: past max_links, a new one is dropped; one already kept may
+        # come again (the frontier dedups it).
         kept: set[str] = set()
-        dropped = 0
+        dropped = known = 0
         if output is not None:
             self.outputs.page(response, output)
         try:
             async for entry in result:
                 if isinstance(entry, Request):
+                    if self.known.settled(entry):
+                        known += 1  # the frontier would drop it as a duplicate
+                        continue
                     link = canonical_link(entry.url)
                     if link not in kept:
                         if self.max_links and len(kept) >= self.max_links:
@@ -304,6 +310,7 @@ class LinkContextMiddleware:
                         output.pending += 1  # until the item pipelines are done with it
                 yield entry
         finally:
+            self.known.count(known)
             if dropped:
                 self.stats.inc_value("focus/links/dropped", dropped)
                 self.stats.inc_value("focus/links/capped_pages")

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from scrapy_focus.frontier.admission import link_score, link_state, queue_host
 from scrapy_focus.frontier.entries import Entry, decode_key, encode_key
 from scrapy_focus.state import META_KEY, FocusState
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from scrapy_focus.frontier.hosts import HostQueues
     from scrapy_focus.frontier.link_scorer import LinkScorer
     from scrapy_focus.frontier.seams import FrontierStore
+    from scrapy_focus.urls import Scope
 
 
 def _scorable_state(data: dict[str, Any] | None) -> FocusState | None:
@@ -124,16 +126,16 @@ class Rescorer:
         return entry
 
     def rediscovered(
-        self,
-        request: Request,
-        state: FocusState,
-        fingerprint: bytes,
-        host: str,
-        score_of: Callable[[], float | None],
+        self, request: Request, fingerprint: bytes, scope: Scope, scorer: LinkScorer | None
     ) -> None:
-        """*request*, a duplicate of a queued page, scores ``score_of()`` in its
-        context.  Scored only when the page is still queued: most duplicates are
-        links to pages fetched already, and scoring a link is the costly part."""
+        """*request*, a duplicate of a queued page, scored in its context (the
+        frontier's *scope* first: a way to the page that is out of scope, too deep,
+        leaves it the other).  Scored only when the page is still queued: most
+        duplicates are links to pages fetched already, and scoring a link is the
+        costly part."""
+        state = link_state(request)
+        if state is None or state.link is None or not state.link.parent_url:
+            return
         store = self.store
         old_key = store.pending_key(fingerprint)
         if old_key is None:
@@ -141,7 +143,10 @@ class Rescorer:
         _, old_priority, old_score, _ = decode_key(old_key)
         if request.priority != old_priority:
             return
-        score = score_of()
+        if scope.rejection(request.url, request.meta.get("depth", 0)) is not None:
+            return
+        host = queue_host(request.url)
+        score = link_score(state, False, self.config, scorer)
         if score is None or score <= old_score:
             return
         state.link.score = score  # type: ignore[union-attr]  # a link found on a page

@@ -1,7 +1,8 @@
 """``FocusScheduler``: the single place that decides what is fetched next.
 
 Every request the engine schedules passes through :meth:`enqueue_request` (seeds, links,
-redirect targets, retries, escalations): its fingerprint and the seen set (:mod:`.dupes`); the
+redirect targets, retries, escalations; links to pages it is done with are dropped where a page
+yields them, :mod:`.known`): its fingerprint and the seen set (:mod:`.dupes`); the
 scope and crawler-trap guards (:mod:`.admission`, :mod:`.traps`), which check a redirect target
 like any link, so a redirect never widens the crawl; a score in [0, 1] from the link's context
 (:mod:`.relevance`; a ``Request.priority`` set by the user wins over it); then the store
@@ -86,6 +87,7 @@ class FocusScheduler(BaseScheduler):
         self.leases = Leases()
         self.backlog = ProcessingBacklog(config, runtime.config.extract, crawler)
         self.duplicates = Duplicates(crawler, config)
+        self.known_links = runtime.known_links  # dropped before they get here (:mod:`.known`)
         self.store: FrontierStore | None = None
         self.spider: Spider | None = None
         self._closing = False
@@ -117,6 +119,7 @@ class FocusScheduler(BaseScheduler):
             self.crawler, self.config, self._storage_failed, self.backlog
         )
         self.store = store
+        self.known_links.bind(store, self.duplicates, self.crawl_scope)
         self.codec = RequestCodec(spider, self.stats, self.config)
         self.guards = Guards(self.config, store.variant_add, self.traps)
         self.rescorer = Rescorer(
@@ -137,6 +140,7 @@ class FocusScheduler(BaseScheduler):
 
     def close(self, reason: str) -> Any:
         self._closing = True
+        self.known_links.unbind()
         if self.store is not None:
             self.hosts.cancel_wake()
             self.stats.set_value("focus/frontier/size", len(self.store))
@@ -208,7 +212,7 @@ class FocusScheduler(BaseScheduler):
         if came_back is not None:  # back without a response: its host's slot is free again
             self._release(came_back, network=False)
         if not self.duplicates.admit(request, store.seen_add(fingerprint)):
-            self._rediscovered(request, fingerprint)
+            self.rescorer.rediscovered(request, fingerprint, self.scope, self.model.scorer)
             return False
         host = queue_host(request.url)
         if not arrival.trusted:
@@ -260,16 +264,6 @@ class FocusScheduler(BaseScheduler):
             log_no_scope(request.url)
             self.stop(NO_SCOPE)
         return False
-
-    def _rediscovered(self, request: Request, fingerprint: bytes) -> None:
-        """A link to a page still queued, found again: it may move up (:mod:`.rescoring`)."""
-        state = link_state(request)
-        if state is None or state.link is None or not state.link.parent_url:
-            return
-        if self.scope.rejection(request.url, request.meta.get("depth", 0)) is not None:
-            return  # this way to the page is out of scope (too deep): it keeps the other
-        score_of = functools.partial(link_score, state, False, self.config, self.model.scorer)
-        self.rescorer.rediscovered(request, state, fingerprint, queue_host(request.url), score_of)
 
     # -- dequeue
 

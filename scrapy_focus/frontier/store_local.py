@@ -263,6 +263,13 @@ class LmdbFrontierStore:
             return None
         return bytes(key)
 
+    def settled(self, fingerprint: bytes) -> bool:
+        """Whether the fingerprint's page is seen and not queued (fetched, in flight
+        or refused): a read, where :meth:`seen_add` would write."""
+        txn = self.batch.txn()
+        key = txn.get(fingerprint, db=self._seen)
+        return key is not None and (not key or txn.get(key, db=self._queue) is None)
+
     def replace(
         self, old_key: bytes, host: str, priority: int, score: float, payload: bytes,
         fingerprint: bytes = b"",

@@ -1,0 +1,165 @@
+"""Links to pages the frontier is done with (scrapy_focus.frontier.known): dropped where a
+page yields them, with the same crawl as when the scheduler drops them."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.dupefilters import BaseDupeFilter
+
+from harness.farm import Farm, FarmRequest
+from harness.farm_pages import Page
+from scrapy_focus.runtime import FocusRuntime
+from tests.crawl import run_crawl, run_focus_crawl
+from tests.test_frontier_rediscovery import SITE, drain, link, open_scheduler
+
+
+class OwnDupeFilter(BaseDupeFilter):
+    """A user's dupefilter: it, not the frontier's seen set, says what is a duplicate."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def request_seen(self, request: Request) -> bool:
+        if request.url in self.seen:
+            return True
+        self.seen.add(request.url)
+        return False
+
+
+STARTUP = "Links to pages the crawl is done with are dropped where the spider yields them"
+
+
+def test_a_link_is_settled_once_its_page_is_taken_never_while_it_waits(tmp_path, caplog):
+    with (
+        caplog.at_level(logging.INFO, logger="scrapy_focus"),
+        open_scheduler(tmp_path) as scheduler,
+    ):
+        assert STARTUP in caplog.text  # a difference from Scrapy, said at start-up
+        known = FocusRuntime.of(scheduler.crawler).known_links
+        first = link("/a.html", "/", 0.2, "threads")
+        assert not known.settled(first)  # never seen
+        assert scheduler.enqueue_request(first)
+        # queued: found again in a better context it may move up, so it goes on
+        assert not known.settled(link("/a.html", "/b.html", 0.9, "threads and locks"))
+        assert [r.url for r in drain(scheduler)] == [f"{SITE}/a.html"]
+        assert known.settled(link("/a.html", "/c.html", 0.9, "threads"))
+        assert known.settled(link("/a.html#section", "/c.html", 0.9, "threads"))
+        assert not known.settled(Request(f"{SITE}/a.html", dont_filter=True))
+        # a link the frontier refused is seen: a second link to it is a duplicate
+        away = Request("http://elsewhere.example/x.html", meta={"depth": 1})
+        assert not scheduler.enqueue_request(away)
+        assert scheduler.stats.get_value("focus/frontier/rejected/off-domain") == 1
+        assert known.settled(Request("http://elsewhere.example/x.html"))
+    assert not known.settled(link("/a.html", "/c.html", 0.9, "threads"))  # closed
+
+
+def test_a_link_asked_again_is_answered_without_building_its_request(tmp_path):
+    built: list[str] = []
+
+    def build(url: str) -> Request:
+        built.append(url)
+        return Request(url)
+
+    with open_scheduler(tmp_path) as scheduler:
+        known = FocusRuntime.of(scheduler.crawler).known_links
+        request = known.follow(f"{SITE}/d.html", "utf-8", build)
+        assert request is not None
+        assert scheduler.enqueue_request(request)
+        assert known.follow(f"{SITE}/d.html", "utf-8", build) is not None  # still queued
+        assert len(built) == 2  # each time it goes on, it is a new request
+        drain(scheduler)
+        assert known.follow(f"{SITE}/d.html", "utf-8", build) is None
+        assert len(built) == 2
+        assert known.follow(f"{SITE}/d.html#top", "utf-8", build) is None
+        assert built[-1] == f"{SITE}/d.html#top"  # a new URL is built once, to be fingerprinted
+        known.count(2)
+        stats = scheduler.stats
+        assert stats.get_value("focus/links/known") == 2
+        assert stats.get_value("dupefilter/filtered") == 2
+        assert stats.get_value("focus/frontier/duplicate") == 2
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"DUPEFILTER_DEBUG": True}, {"DUPEFILTER_CLASS": f"{__name__}.OwnDupeFilter"}],
+    ids=["dupefilter-debug", "own-dupefilter"],
+)
+def test_with_a_dupefilter_of_its_own_every_link_goes_to_the_scheduler(tmp_path, settings, caplog):
+    with caplog.at_level(logging.INFO), open_scheduler(tmp_path, **settings) as scheduler:
+        assert STARTUP not in caplog.text
+        known = FocusRuntime.of(scheduler.crawler).known_links
+        assert scheduler.enqueue_request(link("/a.html", "/", 0.2, "threads"))
+        drain(scheduler)
+        assert not known.settled(link("/a.html", "/c.html", 0.9, "threads"))
+        assert known.follow(f"{SITE}/a.html", "utf-8", Request) is not None
+
+
+# -- in real crawls
+
+ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"
+PAGES = 40
+WORDS = ["stars planets telescopes", "galaxies comets orbits", "gardens roses soil", "ships sails"]
+
+
+def _site(request: FarmRequest) -> Page | None:
+    """A site whose every page links to every page (a sidebar, some with a fragment),
+    with a few words of one of four subjects, and its latency shuffled by the path."""
+    if not request.path.startswith("/nav/"):
+        return None
+    n = int(request.path.removeprefix("/nav/").removesuffix(".html"))
+    sidebar = "".join(
+        f'<li><a href="/nav/{m}.html{"#top" if m % 3 == 0 else ""}">'
+        f"{WORDS[m % 4].split()[0]} {m}</a></li>"
+        for m in range(PAGES)
+    )
+    text = " ".join([WORDS[n % 4]] * 20)
+    body = (
+        f"<html><head><title>{WORDS[n % 4]} {n}</title></head><body><nav><ul>{sidebar}</ul>"
+        f"</nav><article><h1>Page {n}</h1><p>{text}</p></article></body></html>"
+    )
+    delay = 0.01 * (zlib.crc32(request.path.encode()) % 4)
+    return Page(body.encode(), delay=delay)
+
+
+def _crawl(tmp_path: Path, name: str, settings: dict[str, Any], spider: bool) -> Any:
+    workdir = tmp_path / name
+    workdir.mkdir()
+    common = {
+        "CONCURRENT_REQUESTS": 4,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+        "DOWNLOAD_DELAY": 0,
+        "FOCUS_REPRODUCIBLE_ORDER": True,
+        "FOCUS_EMIT_UNCHANGED": True,
+        **settings,
+    }
+    with Farm(route=_site) as farm:
+        seed = farm.url("/nav/0.html")
+        if spider:  # a user's own spider, following every link with response.follow
+            common.update({"FOCUS_TOPIC": ASTRONOMY, "FOCUS_CORPUS_ENABLED": False})
+            result = run_crawl(workdir, [seed], common, follow=True)
+        else:
+            result = run_focus_crawl(workdir, [seed], ASTRONOMY, common)
+        prefix = farm.base
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    return [item["url"].removeprefix(prefix) for item in result.items], result.stats
+
+
+@pytest.mark.parametrize("spider", [False, True], ids=["focus-spider", "own-spider"])
+def test_dropping_them_where_they_are_found_changes_nothing_but_the_work(tmp_path, spider):
+    dropped, stats = _crawl(tmp_path, "dropped", {}, spider)
+    # DUPEFILTER_DEBUG logs every duplicate, so each goes to the scheduler as before
+    passed, passed_stats = _crawl(tmp_path, "passed", {"DUPEFILTER_DEBUG": True}, spider)
+    assert dropped == passed
+    assert len(dropped) == PAGES
+    for key in ("dupefilter/filtered", "scheduler/enqueued", "focus/frontier/raised"):
+        assert stats.get(key) == passed_stats.get(key), key
+    assert "focus/links/known" not in passed_stats
+    # every page links to all 40: most links lead to pages fetched or on their way
+    assert stats["focus/links/known"] > 0.5 * stats["dupefilter/filtered"]
