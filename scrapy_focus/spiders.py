@@ -82,7 +82,7 @@ class FocusSpider(scrapy.Spider):
                     continue
                 try:
                     url = response.urljoin(href)  # as response.follow(href) joins it
-                    request = known.follow(url, encoding, build) if known else build(url)
+                    request = build(url) if known is None else known.follow(url, encoding, build)
                 except ValueError:
                     continue
                 if request is None:

@@ -79,11 +79,14 @@ class KnownLinks:
         self._fingerprints.clear()
 
     def settled(self, request: Request) -> bool:
+        """Whether the scheduler would drop *request* as a duplicate, and nothing else."""
         if self._duplicates is None or request.dont_filter:
             return False
         return self._settled(self._duplicates.fingerprint(request))
 
     def follow(self, url: str, encoding: str, build: Callable[[str], Request]) -> Request | None:
+        """``build(url)``, or None where :meth:`settled` would be True of it (known
+        from an earlier answer for the same URL without building the request)."""
         duplicates = self._duplicates
         if duplicates is None:
             return build(url)
