@@ -53,12 +53,21 @@ class TrackingParams:
         param = param.lower()
         return param in self.names or param.startswith(self.prefixes)
 
+    # Equal patterns, equal canonical forms: components share the memo of them.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TrackingParams):
+            return NotImplemented
+        return (self.names, self.prefixes) == (other.names, other.prefixes)
+
+    def __hash__(self) -> int:
+        return hash((self.names, self.prefixes))
+
 
 DEFAULT_TRACKING_PARAMS = TrackingParams(defaults.FOCUS_TRACKING_PARAMS)
 
 
-#: URLs whose canonical form a fingerprinter keeps (a few MB at most).
-CANONICAL_MEMO = 20_000
+#: How many URLs a memo keyed by URL keeps (their canonical forms; links' fingerprints).
+URL_MEMO = 50_000
 
 # A URL that canonicalisation leaves as it is but for the host's case and a default
 # port: http(s), a plain ASCII host name, and a path of characters that need no
@@ -90,6 +99,18 @@ def canonicalize_url(url: str, tracking: TrackingParams = DEFAULT_TRACKING_PARAM
         return _canonicalize_parsed(url, tracking)
     netloc = host.lower() if port == DEFAULT_PORTS[scheme] else f"{host.lower()}:{port}"
     return f"{scheme}://{netloc}{path or '/'}"
+
+
+def canonical_page_url(url: str, tracking: TrackingParams = DEFAULT_TRACKING_PARAMS) -> str:
+    """:func:`canonicalize_url` of *url*, memoised by the URL without its fragment (which
+    canonicalisation drops): a site's pages link to the same URLs over and over
+    (navigation, indexes, a page's anchors)."""
+    return _canonical_memo(url.split("#", 1)[0], tracking)
+
+
+@functools.lru_cache(maxsize=URL_MEMO)
+def _canonical_memo(url: str, tracking: TrackingParams) -> str:
+    return canonicalize_url(url, tracking)
 
 
 def _canonicalize_parsed(url: str, tracking: TrackingParams) -> str:
@@ -165,10 +186,6 @@ class CanonicalRequestFingerprinter:
 
     def __init__(self, tracking: TrackingParams = DEFAULT_TRACKING_PARAMS) -> None:
         self.tracking = tracking
-        # A site's pages link to the same URLs (its navigation): each is canonicalised once.
-        self._canonical = functools.lru_cache(maxsize=CANONICAL_MEMO)(
-            functools.partial(canonicalize_url, tracking=tracking)
-        )
         # request -> (verbatim_url flag, canonical URL, fingerprint)
         self._cache: WeakKeyDictionary[Request, tuple[bool, str, bytes]] = WeakKeyDictionary()
 
@@ -189,8 +206,7 @@ class CanonicalRequestFingerprinter:
         verbatim = bool(request.meta.get("verbatim_url"))
         keys = self._cache.get(request)
         if keys is None or keys[0] is not verbatim:
-            # (the fragment never counts: the memo keeps one entry for a page's anchors)
-            url = request.url if verbatim else self._canonical(request.url.split("#", 1)[0])
+            url = request.url if verbatim else canonical_page_url(request.url, self.tracking)
             keys = (verbatim, url, url_fingerprint(url, request.method, request.body))
             self._cache[request] = keys
         return keys

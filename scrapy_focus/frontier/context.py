@@ -26,7 +26,6 @@ A spider middleware, so any spider gains it:
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -47,7 +46,7 @@ from scrapy_focus.items import PageItem
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import META_KEY, FocusState, LinkContext, peek, state_of
-from scrapy_focus.urls import canonicalize_url
+from scrapy_focus.urls import canonical_page_url
 
 #: Statuses of a page that is not there (not of one that could not be read now).
 NOT_THERE = frozenset({404, 410})
@@ -68,16 +67,9 @@ _DESCRIBED_BY = {"dt": frozenset(("dd",)), "td": frozenset(("td",)), "th": froze
 CONTEXT_CHARS = 240
 
 
-@functools.lru_cache(maxsize=50_000)
-def _canonical(url: str) -> str:
-    """:func:`~scrapy_focus.urls.canonicalize_url` of a URL without fragment, memoised:
-    a site's pages link to the same URLs over and over (navigation, indexes)."""
-    return canonicalize_url(url)
-
-
 def canonical_link(url: str) -> str:
     """The key of *url* in :func:`anchors_of` (canonical, so without its fragment)."""
-    return _canonical(url.split("#", 1)[0])
+    return canonical_page_url(url)
 
 
 #: Characters of text one page's link contexts may read in all (anchors, titles,
@@ -159,7 +151,7 @@ def anchors_of(
             href = href.strip().split("#", 1)[0]
             if href not in urls:
                 try:
-                    urls[href] = _canonical(response.urljoin(href))
+                    urls[href] = canonical_page_url(response.urljoin(href))
                 except ValueError:
                     urls[href] = None
             url = urls[href]

@@ -38,7 +38,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from scrapy_focus.urls import CANONICAL_MEMO
+from scrapy_focus.urls import URL_MEMO
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -98,7 +98,7 @@ class KnownLinks:
         if request.dont_filter:
             return request
         fingerprint = duplicates.fingerprint(request)  # the scheduler's, kept with the request
-        if len(self._fingerprints) >= CANONICAL_MEMO:
+        if len(self._fingerprints) >= URL_MEMO:
             self._fingerprints.clear()
         self._fingerprints[key] = fingerprint
         return None if self._settled(fingerprint) else request
