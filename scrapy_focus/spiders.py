@@ -69,8 +69,9 @@ class FocusSpider(scrapy.Spider):
             hrefs = response.selector.root.xpath("//a/@href")
         except (ValueError, AttributeError):
             return
-        encoding, settled = response.encoding, 0
+        encoding = response.encoding
         known = self._known_links()
+        page = known.page() if known is not None else None
 
         def build(url: str) -> scrapy.Request:
             return scrapy.Request(url, callback=self.parse, encoding=encoding)
@@ -82,16 +83,19 @@ class FocusSpider(scrapy.Spider):
                     continue
                 try:
                     url = response.urljoin(href)  # as response.follow(href) joins it
-                    request = build(url) if known is None else known.follow(url, encoding, build)
+                    if self.denied(url):
+                        continue
+                    if known is None or page is None:
+                        request = build(url)
+                    else:  # None: the frontier is done with its page, or this page offered it
+                        request = known.follow(url, encoding, build, page)
                 except ValueError:
                     continue
-                if request is None:
-                    settled += 1  # the frontier is done with its page: not offered
-                elif not self.denied(request.url):
+                if request is not None:
                     yield request
         finally:
-            if known is not None:
-                known.count(settled)
+            if known is not None and page is not None:
+                known.count(page)
 
     def _known_links(self) -> KnownLinks | None:
         crawler = getattr(self, "crawler", None)

@@ -32,7 +32,7 @@ class OwnDupeFilter(BaseDupeFilter):
         return False
 
 
-STARTUP = "Links to pages the crawl is done with are dropped where the spider yields them"
+STARTUP = "Links to pages the crawl is done with, and a page's repeats of a link, are dropped"
 
 
 def test_a_link_is_settled_once_its_page_is_taken_never_while_it_waits(tmp_path, caplog):
@@ -68,21 +68,58 @@ def test_a_link_asked_again_is_answered_without_building_its_request(tmp_path):
 
     with open_scheduler(tmp_path) as scheduler:
         known = FocusRuntime.of(scheduler.crawler).known_links
-        request = known.follow(f"{SITE}/d.html", "utf-8", build)
+        request = known.follow(f"{SITE}/d.html", "utf-8", build, known.page())
         assert request is not None
         assert scheduler.enqueue_request(request)
-        assert known.follow(f"{SITE}/d.html", "utf-8", build) is not None  # still queued
-        assert len(built) == 2  # each time it goes on, it is a new request
-        drain(scheduler)
-        assert known.follow(f"{SITE}/d.html", "utf-8", build) is None
+        # still queued: each page that links to it offers it, as a new request
+        assert known.follow(f"{SITE}/d.html", "utf-8", build, known.page()) is not None
         assert len(built) == 2
-        assert known.follow(f"{SITE}/d.html#top", "utf-8", build) is None
-        assert built[-1] == f"{SITE}/d.html#top"  # a new URL is built once, to be fingerprinted
-        known.count(2)
+        drain(scheduler)
+        page = known.page()
+        assert known.follow(f"{SITE}/d.html", "utf-8", build, page) is None
+        assert len(built) == 2
+        assert known.follow(f"{SITE}/e.html#top", "utf-8", build, page) is not None
+        assert built[-1] == f"{SITE}/e.html#top"  # a new URL is built once, to be fingerprinted
+        known.count(page)
         stats = scheduler.stats
-        assert stats.get_value("focus/links/known") == 2
-        assert stats.get_value("dupefilter/filtered") == 2
-        assert stats.get_value("focus/frontier/duplicate") == 2
+        assert stats.get_value("focus/links/known") == 1
+        assert stats.get_value("dupefilter/filtered") == 1
+        assert stats.get_value("focus/frontier/duplicate") == 1
+
+
+def test_a_link_a_page_repeats_goes_on_once(tmp_path):
+    built: list[str] = []
+
+    def build(url: str) -> Request:
+        built.append(url)
+        return Request(url)
+
+    with open_scheduler(tmp_path) as scheduler:
+        known = FocusRuntime.of(scheduler.crawler).known_links
+        index = known.page()  # a page whose every entry links to an anchor of one page
+        assert known.follow(f"{SITE}/f.html#one", "utf-8", build, index) is not None
+        assert known.follow(f"{SITE}/f.html#two", "utf-8", build, index) is None
+        assert known.follow(f"{SITE}/f.html", "utf-8", build, index) is None
+        assert built == [f"{SITE}/f.html#one"]  # a repeat is not even built
+        # another page offers it again: the frontier may raise it from there
+        assert known.follow(f"{SITE}/f.html#two", "utf-8", build, known.page()) is not None
+        # the middleware's side, for any spider's requests: a repeat of one passed on
+        page = known.page()
+        first = link("/g.html", "/", 0.2, "threads")
+        assert known.admit(first, page)
+        known.passed(first, page)
+        assert not known.admit(link("/g.html#later", "/", 0.2, "threads"), page)
+        assert known.admit(Request(f"{SITE}/g.html", dont_filter=True), page)
+        # one the page dropped after admit (its cap on links) was not passed on: no repeat
+        capped = link("/h.html", "/", 0.2, "threads")
+        assert known.admit(capped, page)
+        assert known.admit(link("/h.html", "/", 0.2, "threads"), page)
+        known.count(index)
+        known.count(page)
+        stats = scheduler.stats
+        assert stats.get_value("focus/links/repeated") == 3
+        assert stats.get_value("focus/links/known") is None
+        assert stats.get_value("dupefilter/filtered") == 3
 
 
 @pytest.mark.parametrize(
@@ -97,7 +134,12 @@ def test_with_a_dupefilter_of_its_own_every_link_goes_to_the_scheduler(tmp_path,
         assert scheduler.enqueue_request(link("/a.html", "/", 0.2, "threads"))
         drain(scheduler)
         assert not known.settled(link("/a.html", "/c.html", 0.9, "threads"))
-        assert known.follow(f"{SITE}/a.html", "utf-8", Request) is not None
+        page = known.page()
+        assert known.follow(f"{SITE}/a.html", "utf-8", Request, page) is not None
+        assert known.follow(f"{SITE}/a.html", "utf-8", Request, page) is not None  # a repeat
+        request = link("/a.html", "/", 0.2, "threads")
+        known.passed(request, page)
+        assert known.admit(request, page)
 
 
 # -- in real crawls
@@ -109,7 +151,8 @@ WORDS = ["stars planets telescopes", "galaxies comets orbits", "gardens roses so
 
 def _site(request: FarmRequest) -> Page | None:
     """A site whose every page links to every page (a sidebar, some with a fragment),
-    with a few words of one of four subjects, and its latency shuffled by the path."""
+    and to two of them twice more, with a few words of one of four subjects, and its
+    latency shuffled by the path."""
     if not request.path.startswith("/nav/"):
         return None
     n = int(request.path.removeprefix("/nav/").removesuffix(".html"))
@@ -119,9 +162,14 @@ def _site(request: FarmRequest) -> Page | None:
         for m in range(PAGES)
     )
     text = " ".join([WORDS[n % 4]] * 20)
+    # and, in its text, its next pages, each twice (an index's entries, anchors of a page)
+    see = "".join(
+        f'<a href="/nav/{m}.html#a">{WORDS[m % 4]}</a> <a href="/nav/{m}.html#b">more</a> '
+        for m in ((n + 1) % PAGES, (n + 5) % PAGES)
+    )
     body = (
         f"<html><head><title>{WORDS[n % 4]} {n}</title></head><body><nav><ul>{sidebar}</ul>"
-        f"</nav><article><h1>Page {n}</h1><p>{text}</p></article></body></html>"
+        f"</nav><article><h1>Page {n}</h1><p>{text}</p><p>See {see}</p></article></body></html>"
     )
     delay = 0.01 * (zlib.crc32(request.path.encode()) % 4)
     return Page(body.encode(), delay=delay)
@@ -161,5 +209,13 @@ def test_dropping_them_where_they_are_found_changes_nothing_but_the_work(tmp_pat
     for key in ("dupefilter/filtered", "scheduler/enqueued", "focus/frontier/raised"):
         assert stats.get(key) == passed_stats.get(key), key
     assert "focus/links/known" not in passed_stats
+    assert "focus/links/repeated" not in passed_stats
     # every page links to all 40: most links lead to pages fetched or on their way
     assert stats["focus/links/known"] > 0.5 * stats["dupefilter/filtered"]
+    # and repeats: each page links to two pages thrice (the sidebar, then two anchors),
+    # which FocusSpider offers once; a user's spider's repeats of a link passed on stop
+    # in the middleware (those of a settled link count as known)
+    if spider:
+        assert stats["focus/links/repeated"] > 0
+    else:
+        assert stats["focus/links/repeated"] == 4 * PAGES

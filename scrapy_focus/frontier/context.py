@@ -275,21 +275,22 @@ class LinkContextMiddleware:
         # is not done with: past max_links, a new one is dropped; one already kept may
         # come again (the frontier dedups it).
         kept: set[str] = set()
-        dropped = known = 0
+        dropped = 0
+        page = self.known.page()
         if output is not None:
             self.outputs.page(response, output)
         try:
             async for entry in result:
                 if isinstance(entry, Request):
-                    if self.known.settled(entry):
-                        known += 1  # the frontier would drop it as a duplicate
-                        continue
+                    if not self.known.admit(entry, page):
+                        continue  # the frontier would drop it as a duplicate
                     link = canonical_link(entry.url)
                     if link not in kept:
                         if self.max_links and len(kept) >= self.max_links:
                             dropped += 1
                             continue
                         kept.add(link)
+                    self.known.passed(entry, page)
                     if anchors is None:
                         anchors = self._anchors(response)
                     self._attach(entry, response, anchors)
@@ -302,7 +303,7 @@ class LinkContextMiddleware:
                         output.pending += 1  # until the item pipelines are done with it
                 yield entry
         finally:
-            self.known.count(known)
+            self.known.count(page)
             if dropped:
                 self.stats.inc_value("focus/links/dropped", dropped)
                 self.stats.inc_value("focus/links/capped_pages")

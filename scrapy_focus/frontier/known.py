@@ -1,4 +1,5 @@
-"""Links to pages the frontier is done with, dropped where a page yields them.
+"""Links to pages the frontier is done with, and a page's repeated links, dropped where
+a page yields them.
 
 A site's every page links to much of the site (a sidebar, a table of contents, an
 index, previous and next), so a few pages into a crawl nearly every link a page yields
@@ -6,8 +7,10 @@ leads to a page fetched already or on its way.  The scheduler would drop each as
 duplicate, with no other effect, but only after the engine has taken it in, Scrapy's
 per-output tasks have run for it and the frontier's admission has fingerprinted it: on a
 documentation site that is most of the crawl process's CPU.  The link-context middleware
-asks :meth:`KnownLinks.settled` of each request a page yields, and drops the settled
-ones there.
+asks :meth:`KnownLinks.admit` of each request a page yields, and drops the others there.
+A page that links to one page many times (an index: a link per entry, each to an
+anchor of the same page) gives the frontier the same evidence each time, one link
+context per URL (:mod:`.context`); its repeats are dropped too.
 
 The contract:
 
@@ -19,23 +22,33 @@ The contract:
   crawl, which the scheduler says); and its page is seen and not queued (fetched, in
   flight, or refused).  A link to a page still queued goes on: found again in a
   better context, it may raise the page (:mod:`.rescoring`);
-* ``follow(url, encoding, build)`` is ``build(url)`` (the request a page of that
-  *encoding* yields for the link), or None where ``settled`` would be True of it; a
-  URL asked before is answered without building its request: ``FocusSpider.links``
-  asks it, so a link to a page the crawl is done with costs a URL join and two
-  lookups, not a request through Scrapy's spider middlewares;
+* a page's repeated link: a request whose fingerprint the same page passed on before
+  (a tally of one page's links, :class:`PageLinks`, from :meth:`KnownLinks.page`).  The
+  scheduler would find its page queued (or settled) and the link's score, from the
+  same link context, no higher than the first one's, so nothing would come of it;
+* ``admit(request, page)`` is False for a settled or a repeated request; the caller
+  says which requests it passed on (``passed``): one dropped after ``admit`` (a page's
+  cap on its links) is no repeat;
+* ``follow(url, encoding, build, page)`` is ``build(url)`` (the request a page of that
+  *encoding* yields for the link), or None where the request would be settled or a
+  repeat of a URL (fragment aside) the page offered before; a URL asked before is
+  answered without building its request: ``FocusSpider.links`` asks it, so a link to
+  a page the crawl is done with costs a URL join and two lookups, not a request
+  through Scrapy's spider middlewares;
 * both answer as if the frontier knew nothing until the scheduler binds them to its
   store (``open``) and after it unbinds them (``close``): with another scheduler
   nothing is dropped;
-* what is dropped is counted (``count``) as the scheduler counts a duplicate
-  (``dupefilter/filtered``, ``focus/frontier/duplicate``) and as
-  ``focus/links/known``; Scrapy's ``request_dropped`` signal is not sent for it.
+* what is dropped is counted (``count(page)``) as the scheduler counts a duplicate
+  (``dupefilter/filtered``, ``focus/frontier/duplicate``) and as ``focus/links/known``
+  (settled) or ``focus/links/repeated``; Scrapy's ``request_dropped`` signal is not
+  sent for it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from scrapy_focus.urls import URL_MEMO
@@ -49,6 +62,16 @@ if TYPE_CHECKING:
     from scrapy_focus.frontier.seams import FrontierStore
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PageLinks:
+    """One page's links as :class:`KnownLinks` answered them."""
+
+    offered: set[str] = field(default_factory=set)  # URLs without fragment ``follow`` let on
+    passed: set[bytes] = field(default_factory=set)  # fingerprints passed to the scheduler
+    settled: int = 0  # dropped: the frontier is done with their page
+    repeated: int = 0  # dropped: the page passed the same request on before
 
 
 class KnownLinks:
@@ -69,14 +92,19 @@ class KnownLinks:
         if duplicates.dupefilter is None and not duplicates.config.dupefilter_debug:
             self._store, self._duplicates, self._scope = store, duplicates, scope
             logger.info(
-                "Links to pages the crawl is done with are dropped where the spider yields "
-                "them, counted in dupefilter/filtered, without Scrapy's request_dropped signal "
-                "(DUPEFILTER_DEBUG sends every one to the scheduler)"
+                "Links to pages the crawl is done with, and a page's repeats of a link, are "
+                "dropped where the spider yields them, counted in dupefilter/filtered, without "
+                "Scrapy's request_dropped signal (DUPEFILTER_DEBUG sends every one to the "
+                "scheduler)"
             )
 
     def unbind(self) -> None:
         self._store = self._duplicates = self._scope = None
         self._fingerprints.clear()
+
+    def page(self) -> PageLinks:
+        """A tally for one page's links."""
+        return PageLinks()
 
     def settled(self, request: Request) -> bool:
         """Whether the scheduler would drop *request* as a duplicate, and nothing else."""
@@ -84,30 +112,66 @@ class KnownLinks:
             return False
         return self._settled(self._duplicates.fingerprint(request))
 
-    def follow(self, url: str, encoding: str, build: Callable[[str], Request]) -> Request | None:
-        """``build(url)``, or None where :meth:`settled` would be True of it (known
-        from an earlier answer for the same URL without building the request)."""
+    def admit(self, request: Request, page: PageLinks) -> bool:
+        """Whether *request*, yielded by *page*, goes on to the scheduler: not settled,
+        and not a repeat of one the page passed on (see :meth:`passed`)."""
+        if self._duplicates is None or request.dont_filter:
+            return True
+        fingerprint = self._duplicates.fingerprint(request)
+        if fingerprint in page.passed:
+            page.repeated += 1
+            return False
+        if self._settled(fingerprint):
+            page.settled += 1
+            return False
+        return True
+
+    def passed(self, request: Request, page: PageLinks) -> None:
+        """*page* passed *request* on to the scheduler: a repeat of it is dropped."""
+        if self._duplicates is not None and not request.dont_filter:
+            page.passed.add(self._duplicates.fingerprint(request))
+
+    def follow(
+        self, url: str, encoding: str, build: Callable[[str], Request], page: PageLinks
+    ) -> Request | None:
+        """``build(url)``, or None where :meth:`admit` would be False of it (known from
+        an earlier answer for the same URL without building the request)."""
         duplicates = self._duplicates
         if duplicates is None:
             return build(url)
+        bare = url.partition("#")[0]  # the same request but for the fragment
+        if bare in page.offered:
+            page.repeated += 1
+            return None
+        request = None
         key = (url, encoding)
         fingerprint = self._fingerprints.get(key)
-        if fingerprint is not None:
-            return None if self._settled(fingerprint) else build(url)
-        request = build(url)
-        if request.dont_filter:
-            return request
-        fingerprint = duplicates.fingerprint(request)  # the scheduler's, kept with the request
-        if len(self._fingerprints) >= URL_MEMO:
-            self._fingerprints.clear()
-        self._fingerprints[key] = fingerprint
-        return None if self._settled(fingerprint) else request
+        if fingerprint is None:
+            request = build(url)
+            if request.dont_filter:
+                return request
+            fingerprint = duplicates.fingerprint(request)  # the scheduler's, kept with it
+            if len(self._fingerprints) >= URL_MEMO:
+                self._fingerprints.clear()
+            self._fingerprints[key] = fingerprint
+        page.offered.add(bare)
+        if self._settled(fingerprint):
+            page.settled += 1
+            return None
+        return request or build(url)
 
-    def count(self, dropped: int) -> None:
-        """*dropped* links, counted as the scheduler counts a duplicate (and as known)."""
+    def count(self, page: PageLinks) -> None:
+        """The links *page* dropped, counted as the scheduler counts a duplicate, and
+        as known or repeated."""
+        dropped = page.settled + page.repeated
         if dropped:
-            for key in ("dupefilter/filtered", "focus/frontier/duplicate", "focus/links/known"):
-                self.stats.inc_value(key, dropped)
+            self.stats.inc_value("dupefilter/filtered", dropped)
+            self.stats.inc_value("focus/frontier/duplicate", dropped)
+        if page.settled:
+            self.stats.inc_value("focus/links/known", page.settled)
+        if page.repeated:
+            self.stats.inc_value("focus/links/repeated", page.repeated)
+        page.settled = page.repeated = 0
 
     def _settled(self, fingerprint: bytes) -> bool:
         store, scope = self._store, self._scope
