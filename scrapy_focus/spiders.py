@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.response import get_base_url
 
 from scrapy_focus.frontier.known import KnownLinks
 from scrapy_focus.items import PageItem, page_item
@@ -70,11 +71,13 @@ class FocusSpider(scrapy.Spider):
         except (ValueError, AttributeError):
             return
         encoding = response.encoding
+        base = get_base_url(response)  # response.urljoin's base, read once for the page
         known = self._known_links()
         page = known.page() if known is not None else None
 
-        def build(url: str) -> scrapy.Request:
-            return scrapy.Request(url, callback=self.parse, encoding=encoding)
+        def build(url: str) -> scrapy.Request | None:
+            request = scrapy.Request(url, callback=self.parse, encoding=encoding)
+            return None if self.denied(request.url) else request
 
         try:
             for href in hrefs:
@@ -82,12 +85,10 @@ class FocusSpider(scrapy.Spider):
                 if not href or href.startswith(SKIPPED_SCHEMES):
                     continue
                 try:
-                    url = response.urljoin(href)  # as response.follow(href) joins it
-                    if self.denied(url):
-                        continue
+                    url = urljoin(base, href)  # as response.follow(href) joins it
                     if known is None or page is None:
                         request = build(url)
-                    else:  # None: the frontier is done with its page, or this page offered it
+                    else:  # None too where the frontier is done with its page, or a repeat
                         request = known.follow(url, encoding, build, page)
                 except ValueError:
                     continue

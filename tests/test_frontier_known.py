@@ -103,6 +103,9 @@ def test_a_link_a_page_repeats_goes_on_once(tmp_path):
         assert built == [f"{SITE}/f.html#one"]  # a repeat is not even built
         # another page offers it again: the frontier may raise it from there
         assert known.follow(f"{SITE}/f.html#two", "utf-8", build, known.page()) is not None
+        # a URL the spider does not follow (build gives None) is no repeat: asked again
+        for _ in range(2):
+            assert known.follow(f"{SITE}/figure.png", "utf-8", lambda url: None, index) is None
         # the middleware's side, for any spider's requests: a repeat of one passed on
         page = known.page()
         first = link("/g.html", "/", 0.2, "threads")

@@ -30,11 +30,11 @@ The contract:
   says which requests it passed on (``passed``): one dropped after ``admit`` (a page's
   cap on its links) is no repeat;
 * ``follow(url, encoding, build, page)`` is ``build(url)`` (the request a page of that
-  *encoding* yields for the link), or None where the request would be settled or a
-  repeat of a URL (fragment aside) the page offered before; a URL asked before is
-  answered without building its request: ``FocusSpider.links`` asks it, so a link to
-  a page the crawl is done with costs a URL join and two lookups, not a request
-  through Scrapy's spider middlewares;
+  *encoding* yields for the link, or None if it yields none), or None where the
+  request would be settled or a repeat of a URL (fragment aside) the page offered
+  before; a URL asked before is answered without building its request:
+  ``FocusSpider.links`` asks it, so a link to a page the crawl is done with costs a
+  URL join and two lookups, not a request through Scrapy's spider middlewares;
 * both answer as if the frontier knew nothing until the scheduler binds them to its
   store (``open``) and after it unbinds them (``close``): with another scheduler
   nothing is dropped;
@@ -132,10 +132,12 @@ class KnownLinks:
             page.passed.add(self._duplicates.fingerprint(request))
 
     def follow(
-        self, url: str, encoding: str, build: Callable[[str], Request], page: PageLinks
+        self, url: str, encoding: str, build: Callable[[str], Request | None], page: PageLinks
     ) -> Request | None:
         """``build(url)``, or None where :meth:`admit` would be False of it (known from
-        an earlier answer for the same URL without building the request)."""
+        an earlier answer for the same URL without building the request).  *build*
+        returns None for a URL the spider does not follow (its own filter, a function
+        of the URL): that is not counted, and a repeat of it is built again."""
         duplicates = self._duplicates
         if duplicates is None:
             return build(url)
@@ -148,7 +150,7 @@ class KnownLinks:
         fingerprint = self._fingerprints.get(key)
         if fingerprint is None:
             request = build(url)
-            if request.dont_filter:
+            if request is None or request.dont_filter:
                 return request
             fingerprint = duplicates.fingerprint(request)  # the scheduler's, kept with it
             if len(self._fingerprints) >= URL_MEMO:
