@@ -63,6 +63,19 @@ def test_features_follow_the_declared_order_and_are_finite() -> None:
     assert all(math.isfinite(v) for v in empty.values())
 
 
+def test_boilerplate_and_commerce_markers_are_counted_whatever_their_case() -> None:
+    shop = "Add to Cart. IN STOCK, free Shipping. Sort By rating. Sign In to read more. © 2024"
+    text = f"{ARTICLE_TEXT}\n{shop}"
+    lower = features(article(text=text.lower()))
+    mixed = features(article(text=text))
+    assert mixed["boilerplate_markers"] == lower["boilerplate_markers"]
+    assert mixed["commerce_markers"] == lower["commerce_markers"]
+    # "Sign In", "read more", "©"; "Add to Cart", "IN STOCK", "free Shipping", "Sort By",
+    # "rating": markers per 1,000 characters of text
+    assert mixed["boilerplate_markers"] == pytest.approx(3 * 1000 / len(text))
+    assert mixed["commerce_markers"] == pytest.approx(5 * 1000 / len(text))
+
+
 def test_score_is_a_probability() -> None:
     for extraction in (article(), article(text=MENU_TEXT, markdown=MENU_TEXT), Extraction(url="")):
         assert 0.0 <= confidence(extraction) <= 1.0

@@ -113,18 +113,18 @@ def _sigmoid(z: float) -> float:
 
 _LINE_END = re.compile("[.!?:;\"')\\]\u201d\u2019]$")
 _LIST_LINE = re.compile(r"^(?:[-*+•]|\d+[.)])\s")
+# Matched on the lower-cased text, several times faster than with re.IGNORECASE, which
+# folds the case of each alternative at every position of the text.
 _BOILERPLATE = re.compile(
     r"cookie|privacy policy|terms of (?:use|service)|all rights reserved|©|\(c\) \d{4}"
     r"|subscribe|newsletter|sign (?:in|up)|log ?in|create an account|follow us|share (?:this|on)"
     r"|skip to (?:main )?content|back to top|related (?:posts|articles)|you may also like"
-    r"|read more|load more|advertisement",
-    re.IGNORECASE,
+    r"|read more|load more|advertisement"
 )
 _COMMERCE = re.compile(
     r"add to (?:cart|bag|basket|wishlist)|in stock|out of stock|free shipping|\bsku\b"
     r"|\bqty\b|quantity|checkout|reviews?\b|rating|\$\s?\d|€\s?\d|£\s?\d|\d\s?(?:€|eur\b|usd\b)"
-    r"|sort by|filter|results",
-    re.IGNORECASE,
+    r"|sort by|filter|results"
 )
 _ARTICLE_TYPES = frozenset(
     (
@@ -162,6 +162,7 @@ def features(extraction: Extraction) -> dict[str, float]:
     }
     path = urlsplit(e.url or "").path
     body_recall = _body_recall(e.json_ld, text)
+    lowered = text.lower()
     return {
         "log_text_chars": math.log1p(chars),
         "text_html_ratio": min(chars / max(e.html_chars, 1), 1.0),
@@ -174,8 +175,8 @@ def features(extraction: Extraction) -> dict[str, float]:
         "sentence_line_share": sum(bool(_LINE_END.search(line)) for line in lines) / n_lines,
         "duplicate_line_share": (len(lines) - len(counts)) / n_lines,
         "list_line_share": sum(bool(_LIST_LINE.match(line)) for line in md_lines) / n_md,
-        "boilerplate_markers": min(len(_BOILERPLATE.findall(text)) * 1000 / max(chars, 1), 20.0),
-        "commerce_markers": min(len(_COMMERCE.findall(text)) * 1000 / max(chars, 1), 20.0),
+        "boilerplate_markers": min(len(_BOILERPLATE.findall(lowered)) * 1000 / max(chars, 1), 20.0),
+        "commerce_markers": min(len(_COMMERCE.findall(lowered)) * 1000 / max(chars, 1), 20.0),
         "metadata_completeness": sum(bool(getattr(e, name)) for name in _METADATA) / 6,
         "has_json_ld": float(bool(e.json_ld)),
         "json_ld_article": float(bool(types & _ARTICLE_TYPES)),
