@@ -32,6 +32,14 @@ class OwnDupeFilter(BaseDupeFilter):
         return False
 
 
+class Builder(list[str]):
+    """A spider's request builder for a link, which keeps the URLs it built."""
+
+    def __call__(self, url: str) -> Request:
+        self.append(url)
+        return Request(url)
+
+
 STARTUP = "Links to pages the crawl is done with, and a page's repeats of a link, are dropped"
 
 
@@ -60,12 +68,7 @@ def test_a_link_is_settled_once_its_page_is_taken_never_while_it_waits(tmp_path,
 
 
 def test_a_link_asked_again_is_answered_without_building_its_request(tmp_path):
-    built: list[str] = []
-
-    def build(url: str) -> Request:
-        built.append(url)
-        return Request(url)
-
+    build = Builder()
     with open_scheduler(tmp_path) as scheduler:
         known = FocusRuntime.of(scheduler.crawler).known_links
         request = known.follow(f"{SITE}/d.html", "utf-8", build, known.page())
@@ -73,13 +76,13 @@ def test_a_link_asked_again_is_answered_without_building_its_request(tmp_path):
         assert scheduler.enqueue_request(request)
         # still queued: each page that links to it offers it, as a new request
         assert known.follow(f"{SITE}/d.html", "utf-8", build, known.page()) is not None
-        assert len(built) == 2
+        assert len(build) == 2
         drain(scheduler)
         page = known.page()
         assert known.follow(f"{SITE}/d.html", "utf-8", build, page) is None
-        assert len(built) == 2
+        assert len(build) == 2
         assert known.follow(f"{SITE}/e.html#top", "utf-8", build, page) is not None
-        assert built[-1] == f"{SITE}/e.html#top"  # a new URL is built once, to be fingerprinted
+        assert build[-1] == f"{SITE}/e.html#top"  # a new URL is built once, to be fingerprinted
         known.count(page)
         stats = scheduler.stats
         assert stats.get_value("focus/links/known") == 1
@@ -88,19 +91,14 @@ def test_a_link_asked_again_is_answered_without_building_its_request(tmp_path):
 
 
 def test_a_link_a_page_repeats_goes_on_once(tmp_path):
-    built: list[str] = []
-
-    def build(url: str) -> Request:
-        built.append(url)
-        return Request(url)
-
+    build = Builder()
     with open_scheduler(tmp_path) as scheduler:
         known = FocusRuntime.of(scheduler.crawler).known_links
         index = known.page()  # a page whose every entry links to an anchor of one page
         assert known.follow(f"{SITE}/f.html#one", "utf-8", build, index) is not None
         assert known.follow(f"{SITE}/f.html#two", "utf-8", build, index) is None
         assert known.follow(f"{SITE}/f.html", "utf-8", build, index) is None
-        assert built == [f"{SITE}/f.html#one"]  # a repeat is not even built
+        assert build == [f"{SITE}/f.html#one"]  # a repeat is not even built
         # another page offers it again: the frontier may raise it from there
         assert known.follow(f"{SITE}/f.html#two", "utf-8", build, known.page()) is not None
         # a URL the spider does not follow (build gives None) is no repeat: asked again
