@@ -99,6 +99,8 @@ def test_a_link_a_page_repeats_goes_on_once(tmp_path):
         assert known.follow(f"{SITE}/f.html#two", "utf-8", build, index) is None
         assert known.follow(f"{SITE}/f.html", "utf-8", build, index) is None
         assert build == [f"{SITE}/f.html#one"]  # a repeat is not even built
+        # asked with another encoding, its request may differ (a non-ASCII query)
+        assert known.follow(f"{SITE}/f.html#one", "cp1252", build, index) is not None
         # another page offers it again: the frontier may raise it from there
         assert known.follow(f"{SITE}/f.html#two", "utf-8", build, known.page()) is not None
         # a URL the spider does not follow (build gives None) is no repeat: asked again

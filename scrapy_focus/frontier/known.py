@@ -68,7 +68,8 @@ logger = logging.getLogger(__name__)
 class PageLinks:
     """One page's links as :class:`KnownLinks` answered them."""
 
-    offered: set[str] = field(default_factory=set)  # URLs without fragment ``follow`` let on
+    # (URL without its fragment, encoding) of each link ``follow`` answered
+    offered: set[tuple[str, str]] = field(default_factory=set)
     passed: set[bytes] = field(default_factory=set)  # fingerprints passed to the scheduler
     settled: int = 0  # dropped: the frontier is done with their page
     repeated: int = 0  # dropped: the page passed the same request on before
@@ -141,7 +142,7 @@ class KnownLinks:
         duplicates = self._duplicates
         if duplicates is None:
             return build(url)
-        bare = url.partition("#")[0]  # the same request but for the fragment
+        bare = (url.partition("#")[0], encoding)  # the same request but for the fragment
         if bare in page.offered:
             page.repeated += 1
             return None
