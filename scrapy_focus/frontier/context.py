@@ -273,7 +273,7 @@ class LinkContextMiddleware:
         output = PageOutput(response.request) if self.track_output else None
         # Distinct URLs (fragments aside) of the page's requests to pages the frontier
         # is not done with: past max_links, a new one is dropped; one already kept may
-        # come again (the frontier dedups it).
+        # come again (KnownLinks drops the page's repeat, or the frontier dedups it).
         kept: set[str] = set()
         dropped = 0
         page = self.known.page()
