@@ -19,7 +19,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.response import get_base_url
 
-from scrapy_focus.frontier.known import KnownLinks
+from scrapy_focus.frontier.known import KnownLinks, PageLinks
 from scrapy_focus.items import PageItem, page_item
 from scrapy_focus.runtime import FocusRuntime
 
@@ -72,8 +72,7 @@ class FocusSpider(scrapy.Spider):
             return
         encoding = response.encoding
         base = get_base_url(response)  # response.urljoin's base, read once for the page
-        known = self._known_links()
-        page = known.page() if known is not None else None
+        known, page = self._known_links(), PageLinks()
 
         def build(url: str) -> scrapy.Request | None:
             request = scrapy.Request(url, callback=self.parse, encoding=encoding)
@@ -86,7 +85,7 @@ class FocusSpider(scrapy.Spider):
                     continue
                 try:
                     url = urljoin(base, href)  # as response.follow(href) joins it
-                    if known is None or page is None:
+                    if known is None:
                         request = build(url)
                     else:  # None too where the frontier is done with its page, or a repeat
                         request = known.follow(url, encoding, build, page)
@@ -95,7 +94,7 @@ class FocusSpider(scrapy.Spider):
                 if request is not None:
                     yield request
         finally:
-            if known is not None and page is not None:
+            if known is not None:
                 known.count(page)
 
     def _known_links(self) -> KnownLinks | None:

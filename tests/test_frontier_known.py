@@ -14,6 +14,7 @@ from scrapy.dupefilters import BaseDupeFilter
 
 from harness.farm import Farm, FarmRequest
 from harness.farm_pages import Page
+from scrapy_focus.frontier.known import PageLinks
 from scrapy_focus.runtime import FocusRuntime
 from tests.crawl import run_crawl, run_focus_crawl
 from tests.test_frontier_rediscovery import SITE, drain, link, open_scheduler
@@ -71,14 +72,14 @@ def test_a_link_asked_again_is_answered_without_building_its_request(tmp_path):
     build = Builder()
     with open_scheduler(tmp_path) as scheduler:
         known = FocusRuntime.of(scheduler.crawler).known_links
-        request = known.follow(f"{SITE}/d.html", "utf-8", build, known.page())
+        request = known.follow(f"{SITE}/d.html", "utf-8", build, PageLinks())
         assert request is not None
         assert scheduler.enqueue_request(request)
         # still queued: each page that links to it offers it, as a new request
-        assert known.follow(f"{SITE}/d.html", "utf-8", build, known.page()) is not None
+        assert known.follow(f"{SITE}/d.html", "utf-8", build, PageLinks()) is not None
         assert len(build) == 2
         drain(scheduler)
-        page = known.page()
+        page = PageLinks()
         assert known.follow(f"{SITE}/d.html", "utf-8", build, page) is None
         assert len(build) == 2
         assert known.follow(f"{SITE}/e.html#top", "utf-8", build, page) is not None
@@ -94,7 +95,7 @@ def test_a_link_a_page_repeats_goes_on_once(tmp_path):
     build = Builder()
     with open_scheduler(tmp_path) as scheduler:
         known = FocusRuntime.of(scheduler.crawler).known_links
-        index = known.page()  # a page whose every entry links to an anchor of one page
+        index = PageLinks()  # a page whose every entry links to an anchor of one page
         assert known.follow(f"{SITE}/f.html#one", "utf-8", build, index) is not None
         assert known.follow(f"{SITE}/f.html#two", "utf-8", build, index) is None
         assert known.follow(f"{SITE}/f.html", "utf-8", build, index) is None
@@ -102,12 +103,12 @@ def test_a_link_a_page_repeats_goes_on_once(tmp_path):
         # asked with another encoding, its request may differ (a non-ASCII query)
         assert known.follow(f"{SITE}/f.html#one", "cp1252", build, index) is not None
         # another page offers it again: the frontier may raise it from there
-        assert known.follow(f"{SITE}/f.html#two", "utf-8", build, known.page()) is not None
+        assert known.follow(f"{SITE}/f.html#two", "utf-8", build, PageLinks()) is not None
         # a URL the spider does not follow (build gives None) is no repeat: asked again
         for _ in range(2):
             assert known.follow(f"{SITE}/figure.png", "utf-8", lambda url: None, index) is None
         # the middleware's side, for any spider's requests: a repeat of one passed on
-        page = known.page()
+        page = PageLinks()
         first = link("/g.html", "/", 0.2, "threads")
         assert known.admit(first, page)
         known.passed(first, page)
@@ -137,7 +138,7 @@ def test_with_a_dupefilter_of_its_own_every_link_goes_to_the_scheduler(tmp_path,
         assert scheduler.enqueue_request(link("/a.html", "/", 0.2, "threads"))
         drain(scheduler)
         assert not known.settled(link("/a.html", "/c.html", 0.9, "threads"))
-        page = known.page()
+        page = PageLinks()
         assert known.follow(f"{SITE}/a.html", "utf-8", Request, page) is not None
         assert known.follow(f"{SITE}/a.html", "utf-8", Request, page) is not None  # a repeat
         request = link("/a.html", "/", 0.2, "threads")

@@ -41,6 +41,7 @@ from scrapy.utils.misc import load_object
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.extract.middleware import NOT_A_PAGE
 from scrapy_focus.frontier.admission import link_state
+from scrapy_focus.frontier.known import PageLinks
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
 from scrapy_focus.runtime import FocusRuntime
@@ -276,7 +277,7 @@ class LinkContextMiddleware:
         # come again (KnownLinks drops the page's repeat, or the frontier dedups it).
         kept: set[str] = set()
         dropped = 0
-        page = self.known.page()
+        page = PageLinks()
         if output is not None:
             self.outputs.page(response, output)
         try:

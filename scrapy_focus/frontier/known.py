@@ -23,7 +23,7 @@ The contract:
   flight, or refused).  A link to a page still queued goes on: found again in a
   better context, it may raise the page (:mod:`.rescoring`);
 * a page's repeated link: a request whose fingerprint the same page passed on before
-  (a tally of one page's links, :class:`PageLinks`, from :meth:`KnownLinks.page`).  The
+  (a tally of one page's links, :class:`PageLinks`, kept by its caller).  The
   scheduler would find its page queued (or settled) and the link's score, from the
   same link context, no higher than the first one's, so nothing would come of it;
 * ``admit(request, page)`` is False for a settled or a repeated request; the caller
@@ -103,10 +103,6 @@ class KnownLinks:
         self._store = self._duplicates = self._scope = None
         self._fingerprints.clear()
 
-    def page(self) -> PageLinks:
-        """A tally for one page's links."""
-        return PageLinks()
-
     def settled(self, request: Request) -> bool:
         """Whether the scheduler would drop *request* as a duplicate, and nothing else."""
         if self._duplicates is None or request.dont_filter:
@@ -174,7 +170,6 @@ class KnownLinks:
             self.stats.inc_value("focus/links/known", page.settled)
         if page.repeated:
             self.stats.inc_value("focus/links/repeated", page.repeated)
-        page.settled = page.repeated = 0
 
     def _settled(self, fingerprint: bytes) -> bool:
         store, scope = self._store, self._scope
