@@ -6,7 +6,8 @@ A spider middleware, so any spider gains it:
   extraction), stores it in the request state (``state.relevance``,
   :mod:`scrapy_focus.state`), teaches the link model what the link that led
   here was worth (nothing, when the response is not a page: an image, a
-  source file; or when the page is not there: a 404), and sends
+  source file; when the page is not there: a 404; or when its text is one the
+  crawl read at another URL: :mod:`.copies`), and sends
   :data:`~scrapy_focus.signals.page_scored`;
 * for every request the callback yields, it sets the state's link context
   (``state.link``, a :class:`~scrapy_focus.state.LinkContext`): anchor text,
@@ -41,6 +42,7 @@ from scrapy.utils.misc import load_object
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.extract.middleware import NOT_A_PAGE
 from scrapy_focus.frontier.admission import link_state
+from scrapy_focus.frontier.copies import ReadTexts
 from scrapy_focus.frontier.known import PageLinks
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
@@ -234,6 +236,7 @@ class LinkContextMiddleware:
         self.track_output = issubclass(load_object(config.scheduler_class), FocusScheduler)
         self.max_links = config.max_links_per_page
         self.known = runtime.known_links
+        self.read = ReadTexts()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -261,6 +264,12 @@ class LinkContextMiddleware:
         # read, so it paid nothing, and its groups (a `_sources/` or `_images/`
         # directory) learn so from the first few.
         paid = 0.0 if relevance is None and state.extracted.failure == NOT_A_PAGE else relevance
+        # A copy of a page read at another URL (a mirror, a translation that is the
+        # original's text): as relevant as the original, but its link found nothing new.
+        if extraction is not None and self.read.seen(extraction.text):
+            self.stats.inc_value("focus/frontier/copies")
+            if paid is not None:
+                paid = 0.0
         if paid is not None:
             self._learn(link, paid)
         self.crawler.signals.send_catch_log(
