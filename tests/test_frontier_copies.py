@@ -11,23 +11,28 @@ from scrapy_focus.frontier.copies import ReadTexts
 from tests.crawl import run_focus_crawl
 
 
-def test_a_text_read_before_is_a_copy_and_an_empty_one_never_is():
+def test_a_text_read_before_at_another_url_is_a_copy_and_an_empty_one_never_is():
     read = ReadTexts()
-    assert not read.seen("Comets have tails.")
-    assert read.seen("Comets have tails.")
-    assert not read.seen("Comets have tails")  # exactly the same text, not a similar one
-    assert not read.seen("")
-    assert not read.seen("")
+    assert not read.seen("Comets have tails.", "http://a.example/comets.html")
+    assert read.seen("Comets have tails.", "http://a.example/xx/comets.html")
+    assert read.seen("Comets have tails.", "http://b.example/comets.html")
+    # the same page again (a request with dont_filter), in any form of its URL
+    assert not read.seen("Comets have tails.", "http://a.example/comets.html")
+    assert not read.seen("Comets have tails.", "http://A.example/comets.html#tails")
+    assert not read.seen("Comets have tails", "http://b.example/comets.html")  # exactly
+    assert not read.seen("", "http://a.example/")
+    assert not read.seen("", "http://b.example/")
     assert len(read) == 2
 
 
 def test_the_oldest_texts_are_forgotten_past_the_limit():
     read = ReadTexts(limit=3)
     for text in ("a", "b", "c", "d"):
-        assert not read.seen(text)
+        assert not read.seen(text, f"http://example.com/{text}")
     assert len(read) == 3
-    assert not read.seen("a")  # forgotten: it counts as new, and is remembered again
-    assert read.seen("d")
+    assert not read.seen("a", "http://example.com/copy")  # forgotten: it counts as new
+    assert read.seen("a", "http://example.com/another-copy")  # and is remembered again
+    assert read.seen("d", "http://example.com/copy")
 
 
 ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"

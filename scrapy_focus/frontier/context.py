@@ -266,7 +266,7 @@ class LinkContextMiddleware:
         paid = 0.0 if relevance is None and state.extracted.failure == NOT_A_PAGE else relevance
         # A copy of a page read at another URL (a mirror, a translation that is the
         # original's text): as relevant as the original, but its link found nothing new.
-        if extraction is not None and self.read.seen(extraction.text):
+        if extraction is not None and self.read.seen(extraction.text, response.url):
             self.stats.inc_value("focus/frontier/copies")
             if paid is not None:
                 paid = 0.0

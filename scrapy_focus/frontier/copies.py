@@ -12,10 +12,12 @@ the crawl through a second copy of the section it has read.
 
 The contract:
 
-* ``seen(text)`` is True when the same main text (exactly: the extraction's plain
-  text) was passed to it before, and records *text*; an empty text is never a
-  copy (pages without main text, and pages not extracted, share it);
-* texts are held as in-process hashes, at most :data:`REMEMBERED_TEXTS` of them
+* ``seen(text, url)`` is True when the same main text (exactly: the extraction's
+  plain text) was passed to it before with another URL (canonical form, fragment
+  aside), and records *text*; a page read again at its own URL (a spider's request
+  with ``dont_filter``) is no copy, and an empty text never is (pages without main
+  text, and pages not extracted, share it);
+* texts and URLs are held as in-process hashes, at most :data:`REMEMBERED_TEXTS` of them
   (the oldest forgotten first): memory stays bounded, and a copy of a text read
   that long ago counts as new.  They are not saved with ``JOBDIR``: after a
   resume, the first copy of a text read before it counts as new too.  On a cluster
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from scrapy_focus.urls import canonical_page_url
+
 #: How many texts are remembered; the oldest are forgotten first.
 REMEMBERED_TEXTS = 200_000
 
@@ -35,19 +39,22 @@ class ReadTexts:
 
     def __init__(self, limit: int = REMEMBERED_TEXTS) -> None:
         self.limit = limit
-        self._hashes: OrderedDict[int, None] = OrderedDict()
+        # the hash of each text -> the hash of the URL it was first read at
+        self._texts: OrderedDict[int, int] = OrderedDict()
 
-    def seen(self, text: str) -> bool:
-        """Whether *text* was read before (and remember it); never for an empty text."""
+    def seen(self, text: str, url: str) -> bool:
+        """Whether *text* was read before at another URL than *url* (and remember it
+        with *url* if it was not read before); never for an empty text."""
         if not text:
             return False
-        key = hash(text)
-        if key in self._hashes:
-            return True
-        self._hashes[key] = None
-        if len(self._hashes) > self.limit:
-            self._hashes.popitem(last=False)
+        key, page = hash(text), hash(canonical_page_url(url))
+        first = self._texts.get(key)
+        if first is not None:
+            return first != page
+        self._texts[key] = page
+        if len(self._texts) > self.limit:
+            self._texts.popitem(last=False)
         return False
 
     def __len__(self) -> int:
-        return len(self._hashes)
+        return len(self._texts)
