@@ -11,28 +11,40 @@ from scrapy_focus.frontier.copies import ReadTexts
 from tests.crawl import run_focus_crawl
 
 
-def test_a_text_read_before_at_another_url_is_a_copy_and_an_empty_one_never_is():
+def test_a_page_read_before_at_another_url_is_a_copy():
     read = ReadTexts()
-    assert not read.seen("Comets have tails.", "http://a.example/comets.html")
-    assert read.seen("Comets have tails.", "http://a.example/xx/comets.html")
-    assert read.seen("Comets have tails.", "http://b.example/comets.html")
+    comets = ("Comets have tails.", "Comets", ["Tails"])
+    assert not read.seen("http://a.example/comets.html", *comets)
+    assert read.seen("http://a.example/xx/comets.html", *comets)
+    assert read.seen("http://b.example/comets.html", *comets)
     # the same page again (a request with dont_filter), in any form of its URL
-    assert not read.seen("Comets have tails.", "http://a.example/comets.html")
-    assert not read.seen("Comets have tails.", "http://A.example/comets.html#tails")
-    assert not read.seen("Comets have tails", "http://b.example/comets.html")  # exactly
-    assert not read.seen("", "http://a.example/")
-    assert not read.seen("", "http://b.example/")
-    assert len(read) == 2
+    assert not read.seen("http://a.example/comets.html", *comets)
+    assert not read.seen("http://A.example/comets.html#tails", *comets)
+    assert len(read) == 1
 
 
-def test_the_oldest_texts_are_forgotten_past_the_limit():
+def test_a_copy_is_the_same_title_headings_and_text_and_has_main_text():
+    read = ReadTexts()
+    assert not read.seen("http://a.example/1.html", "Comets have tails.", "Comets", ["Tails"])
+    # what the page relevance reads differs: a page of its own
+    assert not read.seen("http://a.example/2.html", "Comets have tails", "Comets", ["Tails"])
+    assert not read.seen("http://a.example/3.html", "Comets have tails.", "Comets 3", ["Tails"])
+    assert not read.seen("http://a.example/4.html", "Comets have tails.", "Comets", ["Tail"])
+    assert not read.seen("http://a.example/5.html", "Comets have tails.", "Comets")
+    # no main text (a page not extracted, a hub of links alone): never a copy
+    assert not read.seen("http://a.example/6.html", "", "Index")
+    assert not read.seen("http://a.example/7.html", "", "Index")
+    assert len(read) == 5
+
+
+def test_the_oldest_pages_are_forgotten_past_the_limit():
     read = ReadTexts(limit=3)
     for text in ("a", "b", "c", "d"):
-        assert not read.seen(text, f"http://example.com/{text}")
+        assert not read.seen(f"http://example.com/{text}", text)
     assert len(read) == 3
-    assert not read.seen("a", "http://example.com/copy")  # forgotten: it counts as new
-    assert read.seen("a", "http://example.com/another-copy")  # and is remembered again
-    assert read.seen("d", "http://example.com/copy")
+    assert not read.seen("http://example.com/copy", "a")  # forgotten: it counts as new
+    assert read.seen("http://example.com/another-copy", "a")  # and is remembered again
+    assert read.seen("http://example.com/copy", "d")
 
 
 ASTRONOMY = "astronomy: stars, planets, telescopes, galaxies and comets"
@@ -72,7 +84,8 @@ def _site(near_copies: bool):
             )
             bar = f'<a href="../en/p{k}.html">en</a> <a href="../xx/p{k}.html">xx</a>'
             body = f"<p>{bar}</p><h1>{word.title()} {k}</h1><p>{text}</p><p>Next: {nexts}</p>"
-        return Page(f"<html><head><title>{tree}</title></head><body>{body}</body></html>".encode())
+        title = f"The night sky{extra}"
+        return Page(f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode())
 
     return route
 

@@ -6,7 +6,7 @@ A spider middleware, so any spider gains it:
   extraction), stores it in the request state (``state.relevance``,
   :mod:`scrapy_focus.state`), teaches the link model what the link that led
   here was worth (nothing, when the response is not a page: an image, a
-  source file; when the page is not there: a 404; or when its text is one the
+  source file; when the page is not there: a 404; or when it is a page the
   crawl read at another URL: :mod:`.copies`), and sends
   :data:`~scrapy_focus.signals.page_scored`;
 * for every request the callback yields, it sets the state's link context
@@ -266,7 +266,9 @@ class LinkContextMiddleware:
         paid = 0.0 if relevance is None and state.extracted.failure == NOT_A_PAGE else relevance
         # A copy of a page read at another URL (a mirror, a translation that is the
         # original's text): as relevant as the original, but its link found nothing new.
-        if extraction is not None and self.read.seen(extraction.text, response.url):
+        if extraction is not None and self.read.seen(
+            response.url, extraction.text, extraction.title or "", extraction.headings
+        ):
             self.stats.inc_value("focus/frontier/copies")
             if paid is not None:
                 paid = 0.0

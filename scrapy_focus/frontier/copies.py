@@ -1,9 +1,9 @@
-"""Pages whose text the crawl has read before, at another URL.
+"""Pages the crawl has read before, at another URL.
 
 Mirrors of a section, translations that fall back to the original's text (a
 documentation tree per language whose untranslated pages are the English ones),
-print views, and URLs that differ only by a parameter the canonical form keeps
-serve a page the crawl already has.  Such a *copy* is as relevant as its
+the same class documented at each path that exports it, print views: a page the
+crawl already has, served at another URL.  Such a *copy* is as relevant as its
 original, but it is no evidence for the link that led to it: the crawl learnt
 nothing new there.  The link-context middleware asks :meth:`ReadTexts.seen` of
 every page it scores and teaches the link model that a copy's link paid nothing,
@@ -12,49 +12,52 @@ the crawl through a second copy of the section it has read.
 
 The contract:
 
-* ``seen(text, url)`` is True when the same main text (exactly: the extraction's
-  plain text) was passed to it before with another URL (canonical form, fragment
-  aside), and records *text*; a page read again at its own URL (a spider's request
-  with ``dont_filter``) is no copy, and an empty text never is (pages without main
-  text, and pages not extracted, share it);
-* texts and URLs are held as in-process hashes, at most :data:`REMEMBERED_TEXTS` of them
-  (the oldest forgotten first): memory stays bounded, and a copy of a text read
-  that long ago counts as new.  They are not saved with ``JOBDIR``: after a
-  resume, the first copy of a text read before it counts as new too.  On a cluster
-  each node knows the texts it read.
+* ``seen(url, text, title, headings)`` is True when the same page, as the page
+  relevance reads it (its title, headings and main text, exactly), was passed to
+  it before with another URL (canonical form, fragment aside), and records the
+  page otherwise.  Pages that share a template's text but have titles of their
+  own are no copies; a page read again at its own URL (a spider's request with
+  ``dont_filter``) is none; a page without main text never is (pages that are
+  not extracted, and hubs of links alone, share it);
+* pages and URLs are held as in-process hashes, at most :data:`REMEMBERED_PAGES`
+  of them (the oldest forgotten first): memory stays bounded, and a copy of a page
+  read that long ago counts as new.  They are not saved with ``JOBDIR``: after a
+  resume, the first copy of a page read before it counts as new too.  On a
+  cluster each node knows the pages it read.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from scrapy_focus.urls import canonical_page_url
 
-#: How many texts are remembered; the oldest are forgotten first.
-REMEMBERED_TEXTS = 200_000
+#: How many pages are remembered; the oldest are forgotten first.
+REMEMBERED_PAGES = 200_000
 
 
 class ReadTexts:
-    """The main texts of the pages this crawl has read, to tell a copy."""
+    """The pages this crawl has read, as the page relevance reads them, to tell a copy."""
 
-    def __init__(self, limit: int = REMEMBERED_TEXTS) -> None:
+    def __init__(self, limit: int = REMEMBERED_PAGES) -> None:
         self.limit = limit
-        # the hash of each text -> the hash of the URL it was first read at
-        self._texts: OrderedDict[int, int] = OrderedDict()
+        # the hash of each page's words -> the hash of the URL it was first read at
+        self._pages: OrderedDict[int, int] = OrderedDict()
 
-    def seen(self, text: str, url: str) -> bool:
-        """Whether *text* was read before at another URL than *url* (and remember it
-        with *url* if it was not read before); never for an empty text."""
+    def seen(self, url: str, text: str, title: str = "", headings: Sequence[str] = ()) -> bool:
+        """Whether the page at *url* was read before at another URL (and remember it
+        if it was not read before); never for a page without main text."""
         if not text:
             return False
-        key, page = hash(text), hash(canonical_page_url(url))
-        first = self._texts.get(key)
+        key, page = hash((title, tuple(headings), text)), hash(canonical_page_url(url))
+        first = self._pages.get(key)
         if first is not None:
             return first != page
-        self._texts[key] = page
-        if len(self._texts) > self.limit:
-            self._texts.popitem(last=False)
+        self._pages[key] = page
+        if len(self._pages) > self.limit:
+            self._pages.popitem(last=False)
         return False
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._pages)
