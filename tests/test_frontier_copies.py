@@ -7,12 +7,12 @@ from pathlib import Path
 
 from harness.farm import Farm, FarmRequest
 from harness.farm_pages import Page
-from scrapy_focus.frontier.copies import ReadTexts
+from scrapy_focus.frontier.copies import ReadPages
 from tests.crawl import run_focus_crawl
 
 
 def test_a_page_read_before_at_another_url_is_a_copy():
-    read = ReadTexts()
+    read = ReadPages()
     comets = ("Comets have tails.", "Comets", ["Tails"])
     assert not read.seen("http://a.example/comets.html", *comets)
     assert read.seen("http://a.example/xx/comets.html", *comets)
@@ -24,7 +24,7 @@ def test_a_page_read_before_at_another_url_is_a_copy():
 
 
 def test_a_copy_is_the_same_title_headings_and_text_and_has_main_text():
-    read = ReadTexts()
+    read = ReadPages()
     assert not read.seen("http://a.example/1.html", "Comets have tails.", "Comets", ["Tails"])
     # what the page relevance reads differs: a page of its own
     assert not read.seen("http://a.example/2.html", "Comets have tails", "Comets", ["Tails"])
@@ -38,7 +38,7 @@ def test_a_copy_is_the_same_title_headings_and_text_and_has_main_text():
 
 
 def test_the_oldest_pages_are_forgotten_past_the_limit():
-    read = ReadTexts(limit=3)
+    read = ReadPages(limit=3)
     for text in ("a", "b", "c", "d"):
         assert not read.seen(f"http://example.com/{text}", text)
     assert len(read) == 3

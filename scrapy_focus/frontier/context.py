@@ -42,7 +42,7 @@ from scrapy.utils.misc import load_object
 from scrapy_focus import signals as focus_signals
 from scrapy_focus.extract.middleware import NOT_A_PAGE
 from scrapy_focus.frontier.admission import link_state
-from scrapy_focus.frontier.copies import ReadTexts
+from scrapy_focus.frontier.copies import ReadPages
 from scrapy_focus.frontier.known import PageLinks
 from scrapy_focus.frontier.scheduler import FocusScheduler
 from scrapy_focus.items import PageItem
@@ -236,7 +236,7 @@ class LinkContextMiddleware:
         self.track_output = issubclass(load_object(config.scheduler_class), FocusScheduler)
         self.max_links = config.max_links_per_page
         self.known = runtime.known_links
-        self.read = ReadTexts()
+        self.read_pages = ReadPages()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -266,7 +266,7 @@ class LinkContextMiddleware:
         paid = 0.0 if relevance is None and state.extracted.failure == NOT_A_PAGE else relevance
         # A copy of a page read at another URL (a mirror, a translation that is the
         # original's text): as relevant as the original, but its link found nothing new.
-        if extraction is not None and self.read.seen(
+        if extraction is not None and self.read_pages.seen(
             response.url, extraction.text, extraction.title or "", extraction.headings
         ):
             self.stats.inc_value("focus/frontier/copies")

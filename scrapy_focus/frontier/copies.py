@@ -5,7 +5,7 @@ documentation tree per language whose untranslated pages are the English ones),
 the same class documented at each path that exports it, print views: a page the
 crawl already has, served at another URL.  Such a *copy* is as relevant as its
 original, but it is no evidence for the link that led to it: the crawl learnt
-nothing new there.  The link-context middleware asks :meth:`ReadTexts.seen` of
+nothing new there.  The link-context middleware asks :meth:`ReadPages.seen` of
 every page it scores and teaches the link model that a copy's link paid nothing,
 so that a mirrored directory sinks after its first few copies instead of drawing
 the crawl through a second copy of the section it has read.
@@ -37,7 +37,7 @@ from scrapy_focus.urls import canonical_page_url
 REMEMBERED_PAGES = 200_000
 
 
-class ReadTexts:
+class ReadPages:
     """The pages this crawl has read, as the page relevance reads them, to tell a copy."""
 
     def __init__(self, limit: int = REMEMBERED_PAGES) -> None:
