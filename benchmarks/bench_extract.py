@@ -26,6 +26,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_extract.py [--jobs 2] [--limit N]
         [--cache DIR] [--fit] [--write-docs]
+    .venv/bin/python benchmarks/bench_extract.py --docs /usr/share/doc/python3.11/html --docs-only
+    .venv/bin/python benchmarks/bench_extract.py --templates
 
 ``--cache DIR`` keeps the per-page extractions (keyed by the source of
 ``page.py``/``text.py`` and the trafilatura version) so that ``--fit`` reruns in
@@ -59,7 +61,9 @@ import trafilatura
 from repo_root import REPO
 
 from scrapy_focus.extract import confidence as conf
+from scrapy_focus.extract.container import agreement
 from scrapy_focus.extract.page import Extraction, ExtractOptions, extract_page
+from scrapy_focus.extract.templates import Templates
 
 DATA = REPO.parent / "shared" / "data"
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -650,22 +654,43 @@ def cost_table(groups: dict[tuple[str, str], list[Result]]) -> list[str]:
 def docs_cost(root: Path) -> str:
     """Thread CPU per page of extracting every page under *root* (the Python docs), one
     process, the settings interleaved page by page: trafilatura's default, the call the
-    issue measured (Markdown with metadata), and ours with the default options."""
+    issue measured (Markdown with metadata), ours on each page alone, and ours with the
+    host's main-text element learnt from the pages before (``FOCUS_EXTRACT_TEMPLATES``,
+    the pages in path order, as one crawl of the site would learn it), with the word F1
+    of its texts against ours on each page alone."""
     files = sorted(root.rglob("*.html"))
+    templates = Templates()
+    texts: dict[str, str] = {}
+
+    def learnt(body: bytes, url: str) -> str:
+        extraction = extract_page(body, url, "text/html", templates.options_for(url, DEFAULTS))
+        templates.learn(url, extraction)
+        if extraction.container is not None:
+            texts["templated"] = extraction.text
+        return extraction.text
+
     runs: dict[str, Any] = {
         "trafilatura default": lambda body, url: trafilatura.extract(body),
         "trafilatura, markdown + metadata": lambda body, url: trafilatura.extract(
             body, output_format="markdown", with_metadata=True
         ),
-        "ours (defaults)": lambda body, url: extract_page(body, url, "text/html").text,
+        "ours, each page alone": lambda body, url: extract_page(body, url, "text/html").text,
+        "ours, the host's element learnt (FOCUS_EXTRACT_TEMPLATES)": learnt,
     }
     times: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
+    agreements: list[float] = []
     for path in files:
         body, url = path.read_bytes(), path.as_uri()
+        texts.clear()
+        alone = ""
         for name, run in runs.items():
             started = time.thread_time()
-            chars = len(run(body, url) or "")
-            times[name].append((time.thread_time() - started, path.name, chars))
+            text = run(body, url) or ""
+            times[name].append((time.thread_time() - started, path.name, len(text)))
+            if name == "ours, each page alone":
+                alone = text
+        if "templated" in texts:
+            agreements.append(agreement(texts["templated"], alone))
     base = statistics.fmean(t for t, _, _ in times["trafilatura default"])
     out = [
         f"### CPU per page on the Python docs ({len(files)} pages)",
@@ -682,7 +707,49 @@ def docs_cost(root: Path) -> str:
             f"| {worst[0]:.2f} s ({worst[1]}, {worst[2]:,} chars) "
             f"| {sum(t > 1 for t in ts)} |"
         )
+    if agreements:
+        agreements.sort()
+        out += [
+            "",
+            f"Read from the learnt element: {len(agreements)} of {len(files)} pages; word F1 "
+            f"of their text against ours on each page alone: mean "
+            f"{statistics.fmean(agreements):.3f}, median {statistics.median(agreements):.3f}, "
+            f"below 0.95 on {sum(a < 0.95 for a in agreements)}, below 0.8 on "
+            f"{sum(a < 0.8 for a in agreements)}.",
+        ]
     return "\n".join(out) + "\n"
+
+
+def wcxb_templates(pages: list[Page]) -> str:
+    """``FOCUS_EXTRACT_TEMPLATES`` on WCXB-dev: each host's pages in the set's order, one
+    learner, against each page alone.  A host's first page is never learnt from, so only
+    the pages of hosts with several pages are run (the others extract as alone)."""
+    hosts = Counter(urlsplit(p.url).netloc.lower() for p in pages)
+    shared = [p for p in pages if hosts[urlsplit(p.url).netloc.lower()] > 1]
+    templates = Templates()
+    cpu: dict[str, float] = defaultdict(float)
+    f1s: dict[str, list[float]] = defaultdict(list)
+    templated = 0
+    for page in shared:
+        body = gzip.decompress(page.path.read_bytes())
+        started = time.thread_time()
+        alone = extract_page(body, page.url)
+        cpu["alone"] += time.thread_time() - started
+        started = time.thread_time()
+        learnt = extract_page(body, page.url, None, templates.options_for(page.url, DEFAULTS))
+        cpu["learnt"] += time.thread_time() - started
+        templates.learn(page.url, learnt)
+        templated += learnt.container is not None
+        f1s["alone"].append(prf("wcxb", alone.text, page.truth)[2])
+        f1s["learnt"].append(prf("wcxb", learnt.text, page.truth)[2])
+    return (
+        f"WCXB-dev, FOCUS_EXTRACT_TEMPLATES: {len(shared)} of {len(pages)} pages are of a host "
+        f"with several pages; {templated} read from a learnt element. On those "
+        f"{len(shared)}: word F1 {statistics.fmean(f1s['learnt']):.3f} (each page alone "
+        f"{statistics.fmean(f1s['alone']):.3f}), CPU {cpu['learnt'] / cpu['alone']:.2f}x of "
+        f"each page alone ({1000 * cpu['learnt'] / len(shared):.1f} against "
+        f"{1000 * cpu['alone'] / len(shared):.1f} ms a page).\n"
+    )
 
 
 def print_constants(cal: Calibration) -> None:
@@ -719,7 +786,13 @@ def main() -> None:
     parser.add_argument("--write-docs", action="store_true", help=f"update {DOCS.name}")
     parser.add_argument("--docs", type=Path, help="also time every page under this directory")
     parser.add_argument("--docs-only", action="store_true", help="only the --docs timing")
+    parser.add_argument(
+        "--templates", action="store_true", help="only FOCUS_EXTRACT_TEMPLATES on WCXB-dev"
+    )
     args = parser.parse_args()
+    if args.templates:
+        print(wcxb_templates(load_wcxb(args.wcxb)))
+        return
     if args.docs:
         print(docs_cost(args.docs))
         if args.docs_only:

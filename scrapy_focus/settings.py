@@ -100,12 +100,9 @@ FOCUS_EXTRACT_TABLES = True
 FOCUS_EXTRACT_MAX_TREE_SIZE = 30_000
 #: Bodies larger than this are not extracted (rejected as ``oversized``).
 FOCUS_EXTRACT_MAX_BYTES = 8 * 1024 * 1024
-#: The extraction cascade: trafilatura without its fallbacks first, and the full
-#: extraction (with readability and jusText) again only where that result is short
-#: or holds little of the page's own text.  Slightly better word F1 on WCXB-dev than
-#: the full extraction alone, for slightly more CPU (the cheap extraction costs most
-#: of the full one): docs/benchmarks.md, "Extraction cost".  No effect with
-#: FOCUS_EXTRACT_FAST (always the cheap one).
+#: The extraction cascade: trafilatura without its fallbacks first, the full one again
+#: where that result is short or holds little of the page's own text (a little more F1
+#: for a little more CPU: docs/benchmarks.md).  No effect with FOCUS_EXTRACT_FAST.
 FOCUS_EXTRACT_CASCADE = False
 #: With the cascade, also run the full extraction where the cheap result's confidence
 #: (scrapy_focus.extract.confidence) is below this; 0.0: the score never escalates
@@ -115,6 +112,9 @@ FOCUS_EXTRACT_CASCADE_CONFIDENCE = 0.0
 #: contents, a general index), is cut to its first 100 links before trafilatura walks
 #: it; the page measures still count all of it.  0: never.
 FOCUS_EXTRACT_PRUNE_LINKS = 2000
+#: Learn per host the element holding trafilatura's main text, then read it in its place,
+#: audited (scrapy_focus.extract.templates): less CPU, other rankings (docs/contract.md).
+FOCUS_EXTRACT_TEMPLATES = False
 
 # -- confidence and the content contract (scrapy_focus.pipelines) -----------------
 

@@ -1,6 +1,5 @@
-"""The crawl's configuration: every setting scrapy-focus reads, read once, frozen.
-
-(The sections themselves, plain frozen dataclasses, are in :mod:`.sections`.)
+"""The crawl's configuration: every setting scrapy-focus reads, read once, frozen
+(the sections themselves, plain frozen dataclasses, are in :mod:`.sections`).
 
 :meth:`FocusConfig.from_settings` is the only place that reads ``FOCUS_*``
 settings (and the Scrapy settings our components interpret, such as
@@ -186,7 +185,8 @@ def _extract(read: _Reader) -> ExtractConfig:
             cascade_confidence=read("FOCUS_EXTRACT_CASCADE_CONFIDENCE"),
             prune_min_links=read("FOCUS_EXTRACT_PRUNE_LINKS"),
         ),
-        cpu_time=read("FOCUS_REPRODUCIBLE_ORDER"),
+        cpu_time=(ordered := read("FOCUS_REPRODUCIBLE_ORDER")),
+        templates=read("FOCUS_EXTRACT_TEMPLATES") and not ordered,
     )
 
 

@@ -58,6 +58,10 @@ class ExtractConfig:
     options: ExtractOptions
     # the limit counts the worker's CPU time, not the wall clock (FOCUS_REPRODUCIBLE_ORDER)
     cpu_time: bool = False
+    # each host's main-text element learnt and read in place of trafilatura
+    # (FOCUS_EXTRACT_TEMPLATES; off with FOCUS_REPRODUCIBLE_ORDER: what a page's text is
+    # would depend on the order the extractions finish in)
+    templates: bool = False
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from scrapy_focus.engines.judge import ResponseJudge
 from scrapy_focus.extract.pool import ExtractionPool, ExtractionResult
+from scrapy_focus.extract.templates import Templates
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.state import Extracted, state_of
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from typing_extensions import Self
+
+    from scrapy_focus.extract.page import Extraction
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class ExtractionMiddleware:
             raise NotConfigured
         self.judge = ResponseJudge(config.ladder.min_content_chars)
         self.stats = crawler.stats
+        self.templates = Templates() if self.config.templates else None
         self.pool = ExtractionPool(
             self.config.workers,
             self.config.timeout,
@@ -72,10 +76,14 @@ class ExtractionMiddleware:
     def on_spider_opened(self, spider: Spider | None = None) -> None:
         self.pool.start()
         logger.info(
-            "Extraction: %d %s worker(s), %.1fs limit per page",
+            "Extraction: %d %s worker(s), %.1fs limit per page; %s",
             self.pool.workers,
             self.config.mode,
             self.config.timeout,
+            "each host's main-text element learnt and read in trafilatura's place, audited "
+            "(FOCUS_EXTRACT_TEMPLATES)"
+            if self.templates is not None
+            else "trafilatura on every page",
         )
 
     def on_spider_closed(self, spider: Spider | None = None) -> None:
@@ -98,13 +106,19 @@ class ExtractionMiddleware:
             self.stats.inc_value(f"focus/extract/skipped/{kind}")
             return response
         content_type = response.headers.get(b"Content-Type")
+        options = self.config.options
+        if self.templates is not None:
+            options = self.templates.options_for(response.url, options)
         result = await maybe_deferred_to_future(
             self.pool.submit(
                 response.body,
                 response.url,
                 content_type.decode("latin-1") if content_type else None,
+                options,
             )
         )
+        if self.templates is not None and result.extraction is not None:
+            self._learn(response.url, result.extraction)
         state.extracted = Extracted(
             extraction=result.extraction,
             failure=result.failure,
@@ -133,6 +147,20 @@ class ExtractionMiddleware:
             self.stats.inc_value("focus/extract/pruned")  # pages whose link indexes were cut
         if result.extraction is not None and result.extraction.escalated:
             self.stats.inc_value(f"focus/extract/cascade/{result.extraction.escalated}")
+
+    def _learn(self, url: str, extraction: Extraction) -> None:
+        assert self.templates is not None
+        if extraction.container is not None:
+            self.stats.inc_value("focus/extract/templated")
+        learnt = self.templates.learn(url, extraction)
+        if learnt.event is not None:
+            self.stats.inc_value(f"focus/extract/templates/{learnt.event}")
+            logger.debug(
+                "Extraction template %s for %s: %s",
+                learnt.event,
+                learnt.host,
+                self.templates.template(url),
+            )
 
     def _skip_reason(self, response: Response) -> str | None:
         if not isinstance(response, TextResponse):

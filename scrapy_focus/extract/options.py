@@ -40,6 +40,12 @@ class ExtractOptions:
     # blocks with at least this many links, nearly all link text, are cut to their first
     # links before trafilatura (scrapy_focus.extract.prune); 0: off
     prune_min_links: int = 2000
+    # the host's learnt element (scrapy_focus.extract.templates): read it in place of
+    # trafilatura's extraction where the page has it; per page, set by the learner
+    template: str | None = None
+    # after trafilatura's extraction, name the elements that hold its text (the learner's
+    # evidence); per page
+    learn_template: bool = False
 
 
 def metadata_setting(value: Any) -> tuple[bool, tuple[str, ...]]:

@@ -20,7 +20,8 @@ import trafilatura
 from lxml import etree
 from trafilatura.xml import xmltotxt
 
-from scrapy_focus.extract import structured
+from scrapy_focus.extract import container, structured
+from scrapy_focus.extract.cascade import SHORT_CHARS
 from scrapy_focus.extract.measures import measure
 from scrapy_focus.extract.metadata import TRAFILATURA_CONFIG, clean_title, page_metadata
 from scrapy_focus.extract.options import ExtractOptions
@@ -73,6 +74,12 @@ class Extraction:
     # cascade was off
     escalated: str | None = None
     pruned_blocks: int = 0  # link indexes cut before trafilatura (scrapy_focus.extract.prune)
+    # the host's learnt element the main text was read from, in place of trafilatura
+    # (scrapy_focus.extract.templates); None: trafilatura extracted it
+    container: str | None = None
+    # learning: the elements holding trafilatura's text, deepest first, with the word F1
+    # of their own text against it
+    containers: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def text_chars(self) -> int:
@@ -128,7 +135,7 @@ def extract_page(
         )
     fields = _from_tree(tree, url, options)
     extraction = Extraction(url=url, encoding=decoded.encoding, html_chars=len(html), **fields)
-    if options.cascade and not options.fast:
+    if options.cascade and not options.fast and extraction.container is None:
         extraction = _cascade(extraction, tree, options)
     return replace(extraction, seconds=time.perf_counter() - started)
 
@@ -164,10 +171,28 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         tree, options.prune_min_links, keep_links=PRUNE_KEEP_LINKS
     ).blocks
     _flatten_code(tree)
-    found, text, markdown = _main_text(tree, url, options, fast=options.fast or options.cascade)
+    rendered = _read_template(tree, options.template)
+    if rendered is not None:
+        found, text, markdown = True, rendered.text, rendered.markdown
+        fields["container"] = options.template
+    else:
+        found, text, markdown = _main_text(tree, url, options, fast=options.fast or options.cascade)
+        if options.learn_template and text:
+            fields["containers"] = container.candidates(tree, text)
     fields.update(text=text, markdown=markdown, headings=[h for h in headings if h])
     fields.update(_metadata(tree, url, options, found=found, headings=headings))
     return fields
+
+
+def _read_template(tree: lxml.html.HtmlElement, xpath: str | None) -> container.Rendered | None:
+    """The text of the host's learnt element, if the page has it, it is no hub, and its
+    text is not short (a thin page is trafilatura's to judge, with its fallbacks, as
+    in the cascade)."""
+    element = container.select(tree, xpath) if xpath else None
+    if element is None:
+        return None
+    rendered = container.render(element)
+    return None if rendered.index_like or len(rendered.text) < SHORT_CHARS else rendered
 
 
 def _main_text(

@@ -158,7 +158,14 @@ class ExtractionPool:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = None
 
-    def submit(self, body: bytes, url: str, content_type: str | None) -> defer.Deferred:
+    def submit(
+        self,
+        body: bytes,
+        url: str,
+        content_type: str | None,
+        options: ExtractOptions | None = None,
+    ) -> defer.Deferred:
+        """Extract *body* with *options* (the pool's own if None)."""
         if self._pool is None:
             raise RuntimeError("ExtractionPool.submit() before start() or after close()")
         # Imported here: importing twisted.internet.reactor at module level would
@@ -166,7 +173,7 @@ class ExtractionPool:
         from twisted.internet import reactor
 
         started = time.monotonic()
-        args = (self.function, body, url, content_type, self.options)
+        args = (self.function, body, url, content_type, options or self.options)
         result: defer.Deferred = defer.Deferred()
         if self.cpu_time:
             wall = self.timeout * WALL_FACTOR
