@@ -28,6 +28,7 @@ Usage::
         [--cache DIR] [--fit] [--write-docs]
     .venv/bin/python benchmarks/bench_extract.py --docs /usr/share/doc/python3.11/html --docs-only
     .venv/bin/python benchmarks/bench_extract.py --templates
+    .venv/bin/python benchmarks/bench_extract.py --templates-sites 200
 
 ``--cache DIR`` keeps the per-page extractions (keyed by the source of
 ``page.py``/``text.py`` and the trafilatura version) so that ``--fit`` reruns in
@@ -752,6 +753,60 @@ def wcxb_templates(pages: list[Page]) -> str:
     )
 
 
+def sites_templates(limit: int) -> str:
+    """``FOCUS_EXTRACT_TEMPLATES`` on every documentation site of the harvest suites that is
+    installed: up to *limit* pages of each (every k-th in path order), one learner per
+    site, each page also extracted alone; thread CPU, and the word F1 of the pages read
+    from the element against their extraction alone."""
+    from harvest_suite import SITES
+
+    out = [
+        "| site | pages | read from the element | CPU x each page alone | ms/page alone "
+        "| word F1 mean / median | pages below 0.95 | template |",
+        "|---|---:|---:|---:|---:|---|---:|---|",
+    ]
+    totals: dict[str, float] = defaultdict(float)
+    for site in SITES.values():
+        files = sorted(site.root.rglob("*.html")) if site.root.is_dir() else []
+        if not files:
+            continue
+        files = files[:: max(1, len(files) // limit)][:limit]
+        extract_page(files[0].read_bytes(), "http://warm-up.example/")  # first-use caches
+        templates, cpu, agreements = Templates(), defaultdict(float), []
+        for path in files:
+            body, url = path.read_bytes(), f"http://{site.name}.example/{path.name}"
+            started = time.thread_time()
+            alone = extract_page(body, url, "text/html")
+            cpu["alone"] += time.thread_time() - started
+            started = time.thread_time()
+            learnt = extract_page(body, url, "text/html", templates.options_for(url, DEFAULTS))
+            cpu["learnt"] += time.thread_time() - started
+            templates.learn(url, learnt)
+            if learnt.container is not None:
+                agreements.append(agreement(learnt.text, alone.text))
+        for key in ("alone", "learnt"):
+            totals[key] += cpu[key]
+        totals["pages"] += len(files)
+        totals["read"] += len(agreements)
+        f1 = (
+            f"{statistics.fmean(agreements):.3f} / {statistics.median(agreements):.3f}"
+            if agreements
+            else "—"
+        )
+        out.append(
+            f"| {site.name} | {len(files)} | {len(agreements)} | "
+            f"{cpu['learnt'] / cpu['alone']:.2f}x | {1000 * cpu['alone'] / len(files):.1f} | "
+            f"{f1} | {sum(a < 0.95 for a in agreements)} | "
+            f"`{templates.template(f'http://{site.name}.example/') or '—'}` |"
+        )
+    out.append(
+        f"| all | {totals['pages']:.0f} | {totals['read']:.0f} | "
+        f"{totals['learnt'] / totals['alone']:.2f}x | "
+        f"{1000 * totals['alone'] / max(1, totals['pages']):.1f} | | | |"
+    )
+    return "\n".join(out) + "\n"
+
+
 def print_constants(cal: Calibration) -> None:
     print("\n# --- paste into scrapy_focus/extract/confidence.py ---")
     print("WEIGHTS: dict[str, float] = {")
@@ -789,9 +844,18 @@ def main() -> None:
     parser.add_argument(
         "--templates", action="store_true", help="only FOCUS_EXTRACT_TEMPLATES on WCXB-dev"
     )
+    parser.add_argument(
+        "--templates-sites",
+        type=int,
+        metavar="PAGES",
+        help="only FOCUS_EXTRACT_TEMPLATES on the harvest suites' installed sites, PAGES each",
+    )
     args = parser.parse_args()
     if args.templates:
         print(wcxb_templates(load_wcxb(args.wcxb)))
+        return
+    if args.templates_sites:
+        print(sites_templates(args.templates_sites))
         return
     if args.docs:
         print(docs_cost(args.docs))

@@ -58,6 +58,23 @@ def test_an_element_reads_as_markdown_and_text_without_what_is_never_main_text()
     assert not rendered.index_like
 
 
+def test_a_gallery_of_links_is_left_out_and_an_item_starting_with_a_block_reads_as_one():
+    gallery = "".join(
+        f'<div class="thumb"><a href="/e/{n}.html"><img src="t.png">Example {n}</a></div>'
+        for n in range(6)
+    )
+    html = (
+        '<html><body><div id="main"><dl><dt>load()</dt><dd><p>Load the data.</p>'
+        "<dl><dt>Parameters:</dt><dd><p>size, an integer.</p></dd></dl></dd></dl>"
+        f'<h2>Examples using load</h2><div class="gallery">{gallery}</div></div></body></html>'
+    )
+    rendered = container.render(container.select(_tree(html), "//div[@id='main']"))
+    assert "Example 1" not in rendered.text
+    assert rendered.listed_chars == len("".join(f"Example{n}" for n in range(6)))
+    assert "- load()\n- Load the data." in rendered.text
+    assert "- Parameters:\n- size, an integer." in rendered.text
+
+
 def test_an_element_that_is_mostly_links_reads_as_an_index():
     links = "".join(f'<li><a href="/{n}">Function number {n}</a></li>' for n in range(30))
     hub = f'<html><body><div id="main"><h1>Index</h1><ul>{links}</ul></div></body></html>'

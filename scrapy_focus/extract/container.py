@@ -39,6 +39,8 @@ LIST_LINKS = 3
 MAX_ELEMENTS = 3
 
 _WORD = re.compile(r"\w+")
+_EMPTY_ITEM = re.compile(r"^-\n\n+(?=[^\s-])", re.MULTILINE)
+_EMPTY_ITEM_BEFORE_ITEM = re.compile(r"^-\n\n*(?=- )", re.MULTILINE)
 _SPACES = re.compile(r"\s+")
 _SKIPPED = frozenset(
     (
@@ -56,6 +58,8 @@ _BLOCKS = frozenset(
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _ITEMS = frozenset(("li", "dt", "dd"))
 _LISTS = frozenset(("ul", "ol", "dl", "menu"))
+#: Blocks that, made almost only of links, are a menu, a table of contents or a gallery.
+_LINK_BLOCKS = _LISTS | {"div", "section", "table"}
 _EMPHASIS = {"strong": "**", "b": "**", "em": "*", "i": "*"}
 #: Attributes that name an element the same way on every page of a template.
 _NAMING = ("role", "itemprop", "id", "class")
@@ -186,7 +190,10 @@ def render(element: lxml.html.HtmlElement) -> Rendered:
 
 def _tidy(text: str) -> str:
     lines = [line.rstrip() for line in text.split("\n")]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    tidy = re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
+    # an item whose text starts with a block: "-", a blank line, the text
+    tidy = _EMPTY_ITEM_BEFORE_ITEM.sub("", tidy)
+    return _EMPTY_ITEM.sub("- ", tidy).strip()
 
 
 class _Reader:
@@ -219,7 +226,7 @@ class _Reader:
         tag = element.tag
         if not isinstance(tag, str) or tag in _SKIPPED or _hidden(element):
             return
-        if tag in _LISTS and (listed := _link_list(element)):
+        if tag in _LINK_BLOCKS and (listed := _link_list(element)):
             self.listed_chars += listed
             return
         if tag in _HEADINGS:
