@@ -661,37 +661,36 @@ def docs_cost(root: Path) -> str:
     of its texts against ours on each page alone."""
     files = sorted(root.rglob("*.html"))
     templates = Templates()
-    texts: dict[str, str] = {}
+    read_from_element: set[str] = set()
 
     def learnt(body: bytes, url: str) -> str:
         extraction = extract_page(body, url, "text/html", templates.options_for(url, DEFAULTS))
         templates.learn(url, extraction)
         if extraction.container is not None:
-            texts["templated"] = extraction.text
+            read_from_element.add(url)
         return extraction.text
 
+    alone = "ours, each page alone"
+    learning = "ours, the host's element learnt (FOCUS_EXTRACT_TEMPLATES)"
     runs: dict[str, Any] = {
         "trafilatura default": lambda body, url: trafilatura.extract(body),
         "trafilatura, markdown + metadata": lambda body, url: trafilatura.extract(
             body, output_format="markdown", with_metadata=True
         ),
-        "ours, each page alone": lambda body, url: extract_page(body, url, "text/html").text,
-        "ours, the host's element learnt (FOCUS_EXTRACT_TEMPLATES)": learnt,
+        alone: lambda body, url: extract_page(body, url, "text/html").text,
+        learning: learnt,
     }
     times: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
     agreements: list[float] = []
     for path in files:
         body, url = path.read_bytes(), path.as_uri()
-        texts.clear()
-        alone = ""
+        texts: dict[str, str] = {}
         for name, run in runs.items():
             started = time.thread_time()
-            text = run(body, url) or ""
-            times[name].append((time.thread_time() - started, path.name, len(text)))
-            if name == "ours, each page alone":
-                alone = text
-        if "templated" in texts:
-            agreements.append(agreement(texts["templated"], alone))
+            texts[name] = run(body, url) or ""
+            times[name].append((time.thread_time() - started, path.name, len(texts[name])))
+        if url in read_from_element:
+            agreements.append(agreement(texts[learning], texts[alone]))
     base = statistics.fmean(t for t, _, _ in times["trafilatura default"])
     out = [
         f"### CPU per page on the Python docs ({len(files)} pages)",
@@ -709,7 +708,6 @@ def docs_cost(root: Path) -> str:
             f"| {sum(t > 1 for t in ts)} |"
         )
     if agreements:
-        agreements.sort()
         out += [
             "",
             f"Read from the learnt element: {len(agreements)} of {len(files)} pages; word F1 "
@@ -719,6 +717,21 @@ def docs_cost(root: Path) -> str:
             f"{sum(a < 0.8 for a in agreements)}.",
         ]
     return "\n".join(out) + "\n"
+
+
+def _alone_and_learnt(
+    body: bytes, url: str, templates: Templates, cpu: dict[str, float]
+) -> tuple[Extraction, Extraction]:
+    """*body* extracted alone and with *templates*' options (which then learn from it),
+    each call's thread CPU added to *cpu*."""
+    started = time.thread_time()
+    alone = extract_page(body, url, "text/html")
+    cpu["alone"] += time.thread_time() - started
+    started = time.thread_time()
+    learnt = extract_page(body, url, "text/html", templates.options_for(url, DEFAULTS))
+    cpu["learnt"] += time.thread_time() - started
+    templates.learn(url, learnt)
+    return alone, learnt
 
 
 def wcxb_templates(pages: list[Page]) -> str:
@@ -733,13 +746,7 @@ def wcxb_templates(pages: list[Page]) -> str:
     templated = 0
     for page in shared:
         body = gzip.decompress(page.path.read_bytes())
-        started = time.thread_time()
-        alone = extract_page(body, page.url)
-        cpu["alone"] += time.thread_time() - started
-        started = time.thread_time()
-        learnt = extract_page(body, page.url, None, templates.options_for(page.url, DEFAULTS))
-        cpu["learnt"] += time.thread_time() - started
-        templates.learn(page.url, learnt)
+        alone, learnt = _alone_and_learnt(body, page.url, templates, cpu)
         templated += learnt.container is not None
         f1s["alone"].append(prf("wcxb", alone.text, page.truth)[2])
         f1s["learnt"].append(prf("wcxb", learnt.text, page.truth)[2])
@@ -774,14 +781,8 @@ def sites_templates(limit: int) -> str:
         extract_page(files[0].read_bytes(), "http://warm-up.example/")  # first-use caches
         templates, cpu, agreements = Templates(), defaultdict(float), []
         for path in files:
-            body, url = path.read_bytes(), f"http://{site.name}.example/{path.name}"
-            started = time.thread_time()
-            alone = extract_page(body, url, "text/html")
-            cpu["alone"] += time.thread_time() - started
-            started = time.thread_time()
-            learnt = extract_page(body, url, "text/html", templates.options_for(url, DEFAULTS))
-            cpu["learnt"] += time.thread_time() - started
-            templates.learn(url, learnt)
+            url = f"http://{site.name}.example/{path.name}"
+            alone, learnt = _alone_and_learnt(path.read_bytes(), url, templates, cpu)
             if learnt.container is not None:
                 agreements.append(agreement(learnt.text, alone.text))
         for key in ("alone", "learnt"):

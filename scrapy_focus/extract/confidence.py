@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy_focus.extract.container import words
 from scrapy_focus.extract.page import Extraction
 
 #: At or above: the extraction is trusted as is.
@@ -143,7 +144,6 @@ _ARTICLE_TYPES = frozenset(
     )
 )
 _METADATA = ("title", "author", "date", "description", "sitename", "language")
-_WORD = re.compile(r"\w+")
 
 
 def features(extraction: Extraction) -> dict[str, float]:
@@ -215,7 +215,6 @@ def _body_recall(json_ld: list[Any], text: str) -> float | None:
     for node in _walk(json_ld):
         body = node.get("articleBody") or node.get("text")
         if isinstance(body, str) and len(body) >= 200:
-            wanted = Counter(_WORD.findall(body.lower()))
-            found = Counter(_WORD.findall(text.lower()))
+            wanted, found = words(body), words(text)
             return sum((wanted & found).values()) / max(sum(wanted.values()), 1)
     return None

@@ -80,12 +80,9 @@ class Rendered:
         hub or an index, whose main text trafilatura judges page by page."""
         return self.link_chars + self.listed_chars > self.chars - self.link_chars
 
-    @property
-    def link_share(self) -> float:
-        return self.link_chars / self.chars if self.chars else 0.0
-
 
 def words(text: str) -> Counter[str]:
+    """The words of *text*, case aside, counted."""
     return Counter(_WORD.findall(text.lower()))
 
 
@@ -116,7 +113,7 @@ def candidates(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]
     Elements that read as a hub or an index (:attr:`Rendered.index_like`) are left out:
     their text says nothing for or against a template."""
     found = []
-    for element, names in find(tree, text)[:MAX_ELEMENTS]:
+    for element, names in find(tree, text, MAX_ELEMENTS):
         rendered = render(element)
         if not rendered.index_like:
             score = round(agreement(rendered.text, text), 4)
@@ -124,11 +121,14 @@ def candidates(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]
     return found
 
 
-def find(tree: lxml.html.HtmlElement, text: str) -> list[tuple[lxml.html.HtmlElement, list[str]]]:
+def find(
+    tree: lxml.html.HtmlElement, text: str, limit: int = MAX_ELEMENTS
+) -> list[tuple[lxml.html.HtmlElement, list[str]]]:
     """The element of *tree* that holds *text* and its ancestors, deepest first, each
-    with the names that pick it alone: going down from ``<body>`` while one child
-    holds COVERAGE of the text's words.  Which name picks the same element on the
-    host's other pages is for the learner (:mod:`.templates`) to see."""
+    with the names that pick it alone (at most *limit* elements): going down from
+    ``<body>`` while one child holds COVERAGE of the text's words.  Which name picks
+    the same element on the host's other pages is for the learner (:mod:`.templates`)
+    to see."""
     wanted = words(text)
     total = sum(wanted.values())
     body = tree.find("body")
@@ -157,7 +157,8 @@ def find(tree: lxml.html.HtmlElement, text: str) -> list[tuple[lxml.html.HtmlEle
             break
         element, length, share = best, best_length, best_share
     chain = []
-    while element is not None and element is not body:
+    # each name is checked against the whole tree: only as far up as will be used
+    while element is not None and element is not body and len(chain) < limit:
         names = [name for name in _names(element) if select(tree, name) is element]
         if names:
             chain.append((element, names))

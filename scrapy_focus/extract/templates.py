@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
+from scrapy_focus.engines.headers import origin_of
 from scrapy_focus.extract.options import ExtractOptions
 
 if TYPE_CHECKING:
@@ -139,5 +139,5 @@ class Templates:
 
 
 def _host(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.lower()}"
+    scheme, host, port = origin_of(url)
+    return f"{scheme}://{host}:{port}"
