@@ -58,6 +58,7 @@ class ExtractionMiddleware:
         self.judge = ResponseJudge(config.ladder.min_content_chars)
         self.stats = crawler.stats
         self.templates = Templates() if self.config.templates else None
+        self.runtime = FocusRuntime.of(crawler)
         self.pool = ExtractionPool(
             self.config.workers,
             self.config.timeout,
@@ -108,7 +109,7 @@ class ExtractionMiddleware:
         content_type = response.headers.get(b"Content-Type")
         options = self.config.options
         if self.templates is not None:
-            options = self.templates.options_for(response.url, options)
+            options = self.templates.options_for(response.url, options, self._may_read(request))
         result = await maybe_deferred_to_future(
             self.pool.submit(
                 response.body,
@@ -147,6 +148,13 @@ class ExtractionMiddleware:
             self.stats.inc_value("focus/extract/pruned")  # pages whose link indexes were cut
         if result.extraction is not None and result.extraction.escalated:
             self.stats.inc_value(f"focus/extract/cascade/{result.extraction.escalated}")
+
+    def _may_read(self, request: Request) -> bool:
+        """Whether the page may be read from its host's element: not while the crawl
+        keeps its order (the ordered start), where a page's text must not depend on
+        which extractions happened to finish first."""
+        order = self.runtime.order
+        return order is None or not order.keeps_order_of(request)
 
     def _learn(self, url: str, extraction: Extraction) -> None:
         assert self.templates is not None

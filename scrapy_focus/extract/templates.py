@@ -13,6 +13,11 @@ an audit where the element disagrees ends the template, and the host learns
 again.  A host whose pages never agree stops being learnt from, but for one page
 in ``audit_every``.
 
+A page whose text must not depend on timing (its dispatch is one whose order the
+crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and learnt
+from, as in an audit: which pages a template reads otherwise depends on the order
+extractions finish in.
+
 The worker falls back to trafilatura on its own where the element is missing or
 is mostly links (a hub or an index page); such a page says nothing for or
 against the template.  State lives in the crawl's process, bounded to
@@ -76,10 +81,14 @@ class Templates:
         host = self._hosts.get(_host(url))
         return host.template if host else None
 
-    def options_for(self, url: str, options: ExtractOptions) -> ExtractOptions:
-        """The options to extract *url* with: the host's template, or learning, or neither."""
+    def options_for(self, url: str, options: ExtractOptions, read: bool = True) -> ExtractOptions:
+        """The options to extract *url* with: the host's template, or learning, or neither.
+        With *read* false the page is not read from a template (trafilatura's text, as in
+        an audit, counting for no audit)."""
         host = self._host(url)
         host.pages += 1
+        if host.template is not None and not read:
+            return replace(options, template=None, learn_template=True)
         if host.template is not None:
             host.templated += 1
             if self._audit_due(host.templated):  # an audit: trafilatura, and learn

@@ -119,6 +119,11 @@ class OrderGate:
         entry = self._index.get(id(state)) if state is not None else None
         return entry[0] if entry is not None and entry[1] is state else None
 
+    def keeps_order_of(self, request: Request) -> bool:
+        """Whether *request* is a dispatch whose evidence goes in at its turn: what it
+        brings must then not depend on timing either (:mod:`scrapy_focus.extract.templates`)."""
+        return self._key(request) is not None
+
     def dispatched(self, request: Request) -> None:
         state = state_of(request)
         if self.order.ordering:  # past the ordered start, a dispatch is held for nothing
