@@ -113,8 +113,8 @@ FOCUS_EXTRACT_CASCADE_CONFIDENCE = 0.0
 #: it; the page measures still count all of it.  0: never.
 FOCUS_EXTRACT_PRUNE_LINKS = 2000
 #: Learn per host the element holding trafilatura's main text, then read it in its place,
-#: audited (scrapy_focus.extract.templates): less CPU, other rankings (docs/contract.md).
-FOCUS_EXTRACT_TEMPLATES = False
+#: audited (scrapy_focus.extract.templates): less CPU; False: trafilatura on every page.
+FOCUS_EXTRACT_TEMPLATES = True
 
 # -- confidence and the content contract (scrapy_focus.pipelines) -----------------
 

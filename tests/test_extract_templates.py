@@ -305,12 +305,13 @@ def test_the_worker_reads_the_template_and_falls_back_to_trafilatura_without_it(
     assert extract_page(short, "http://x/", None, ExtractOptions(template=main)).container is None
 
 
-def test_templates_are_off_by_default_and_with_a_reproducible_order():
+def test_templates_are_on_by_default_and_off_with_a_reproducible_order():
     from scrapy.settings import Settings
 
     from scrapy_focus.config import FocusConfig
 
-    assert not FocusConfig.from_settings(Settings()).extract.templates
-    assert FocusConfig.from_settings(Settings({"FOCUS_EXTRACT_TEMPLATES": True})).extract.templates
+    assert FocusConfig.from_settings(Settings()).extract.templates
+    off = Settings({"FOCUS_EXTRACT_TEMPLATES": False})
+    assert not FocusConfig.from_settings(off).extract.templates
     ordered = Settings({"FOCUS_EXTRACT_TEMPLATES": True, "FOCUS_REPRODUCIBLE_ORDER": True})
     assert not FocusConfig.from_settings(ordered).extract.templates
