@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import configparser
 import contextlib
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -76,12 +75,12 @@ _AUTHOR_ATTRIBUTES = etree.XPath(
     "|//a/@rel|//address/@rel|//div/@rel|//p/@rel|//span/@rel|//strong/@rel",
     smart_strings=False,
 )
-#: ... and what any of their matches needs in them, case aside.
-_AUTHOR_HINT = re.compile(
-    "author|byl|bbl|username|screenname|writer|zuozhe|bianji|xiaobian|channel-name"
-    "|submitted-by|posted-by|journalist-name",
-    re.IGNORECASE,
-)
+#: ... and what any of their matches needs in them, case aside (substrings of the
+#: lowered values: a case-blind regular expression costs twenty times as much here).
+_AUTHOR_HINTS = (
+    "author", "byl", "bbl", "username", "screenname", "writer", "zuozhe", "bianji",
+    "xiaobian", "channel-name", "submitted-by", "posted-by", "journalist-name",
+)  # fmt: skip
 
 
 def _may_name_author(tree: lxml.html.HtmlElement) -> bool:
@@ -90,7 +89,8 @@ def _may_name_author(tree: lxml.html.HtmlElement) -> bool:
     and keep the first match with text."""
     if tree.find(".//author") is not None or tree.find(".//rel") is not None:
         return True
-    return _AUTHOR_HINT.search("\n".join(_AUTHOR_ATTRIBUTES(tree))) is not None
+    values = "\n".join(_AUTHOR_ATTRIBUTES(tree)).lower()
+    return any(hint in values for hint in _AUTHOR_HINTS)
 
 
 def _trafilatura_config() -> configparser.ConfigParser:
