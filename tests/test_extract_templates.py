@@ -146,12 +146,19 @@ def test_pages_that_say_nothing_do_not_break_a_streak():
     assert templates.template(url) == "//main"
 
 
-def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_template():
-    templates, options, url = Templates(audit_every=8), ExtractOptions(), "http://docs.example/"
-    templates.options_for(url, options)
+def _confirmed(url: str = "http://docs.example/") -> Templates:
+    """A learner whose host of *url* has just confirmed ``//main`` (audits every 8)."""
+    templates = Templates(audit_every=8)
+    templates.options_for(url, ExtractOptions())
     for _ in range(3):
-        templates.options_for(url, options)
+        templates.options_for(url, ExtractOptions())
         templates.learn(url, _learnt(0.99))
+    assert templates.template(url) == "//main"
+    return templates
+
+
+def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_template():
+    templates, options, url = _confirmed(), ExtractOptions(), "http://docs.example/"
     audits = []
     for page in range(1, 200):
         sent = templates.options_for(url, options)
@@ -169,11 +176,7 @@ def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_
 
 
 def test_a_page_whose_order_is_kept_is_not_read_from_the_template_and_counts_for_no_audit():
-    templates, options, url = Templates(audit_every=8), ExtractOptions(), "http://docs.example/"
-    templates.options_for(url, options)
-    for _ in range(3):
-        templates.options_for(url, options)
-        templates.learn(url, _learnt(0.99))
+    templates, options, url = _confirmed(), ExtractOptions(), "http://docs.example/"
     for _ in range(20):  # trafilatura's text, learnt from as in an audit
         sent = templates.options_for(url, options, read=False)
         assert sent.template is None and sent.learn_template
