@@ -315,8 +315,8 @@ def _link_list(element: lxml.html.HtmlElement) -> int:
 
 
 def _squeezed(value: str) -> str:
-    r"""*value* with each run of white space one space (``re.sub(r"\s+", " ")``, which
-    costs several times this on the many short texts of a page)."""
+    r"""*value* with each run of white space one space, as ``re.sub(r"\s+", " ")`` does
+    at a multiple of the cost on a page's many short texts."""
     parts = value.split()
     if not parts:
         return " "
