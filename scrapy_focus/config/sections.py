@@ -61,7 +61,7 @@ class ExtractConfig:
     # each host's main-text element learnt and read in place of trafilatura
     # (FOCUS_EXTRACT_TEMPLATES; off with FOCUS_REPRODUCIBLE_ORDER: what a page's text is
     # would depend on the order the extractions finish in)
-    templates: bool = False
+    templates: bool = True
 
 
 @dataclass(frozen=True)

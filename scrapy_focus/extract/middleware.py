@@ -51,14 +51,14 @@ NOT_A_PAGE = "not-html"
 
 class ExtractionMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        config = FocusRuntime.of(crawler).config
+        self.runtime = FocusRuntime.of(crawler)
+        config = self.runtime.config
         self.config = config.extract
         if not self.config.enabled:
             raise NotConfigured
         self.judge = ResponseJudge(config.ladder.min_content_chars)
         self.stats = crawler.stats
         self.templates = Templates() if self.config.templates else None
-        self.runtime = FocusRuntime.of(crawler)
         self.pool = ExtractionPool(
             self.config.workers,
             self.config.timeout,
