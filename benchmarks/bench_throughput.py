@@ -41,8 +41,9 @@ Usage::
 reports the crawl process's CPU split by part of the stack.
 ``--profile`` runs each crawl under ``py-spy record --subprocesses`` and writes a summary
 per run (busiest functions of the crawl's process and of the workers); its CPU and
-time figures then include py-spy's own.  ``--before PATH`` adds a full-stack run of
-another checkout (a ``git worktree`` of an older commit), for before/after figures.
+time figures then include py-spy's own.  ``--before PATH`` adds a run of another
+checkout (a ``git worktree`` of an older commit) beside each full-stack and
+without-extraction run, for before/after figures.
 Each run's figures are also appended to ``results.jsonl`` in the work directory.
 """
 
@@ -392,6 +393,9 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
         out.append(RunSpec(label, "focus", {}, workers[0], code=args.before))
     if "focus-noext" in kinds:
         out.append(RunSpec("scrapy-focus without extraction", "focus-noext"))
+        if args.before:
+            label = f"scrapy-focus without extraction, before ({_commit(args.before)})"
+            out.append(RunSpec(label, "focus-noext", code=args.before))
     return out
 
 
@@ -600,7 +604,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--before",
         metavar="PATH",
-        help="also run the full stack from this checkout (e.g. a git worktree of an older commit)",
+        help="also run the stack (full, without extraction) from this checkout "
+        "(e.g. a git worktree of an older commit)",
     )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="record py-spy profiles")
