@@ -388,13 +388,14 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
                         count,
                     )
                 )
-    if args.before and "focus" in kinds:
-        label = f"scrapy-focus full stack, {workers[0]} worker(s), before ({_commit(args.before)})"
+    before = f"before ({_commit(args.before)})" if args.before else ""
+    if before and "focus" in kinds:
+        label = f"scrapy-focus full stack, {workers[0]} worker(s), {before}"
         out.append(RunSpec(label, "focus", {}, workers[0], code=args.before))
     if "focus-noext" in kinds:
         out.append(RunSpec("scrapy-focus without extraction", "focus-noext"))
-        if args.before:
-            label = f"scrapy-focus without extraction, before ({_commit(args.before)})"
+        if before:
+            label = f"scrapy-focus without extraction, {before}"
             out.append(RunSpec(label, "focus-noext", code=args.before))
     return out
 
