@@ -177,7 +177,9 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         fields["container"] = options.template
     else:
         found, text, markdown = _main_text(tree, url, options, fast=options.fast or options.cascade)
-        if options.learn_template and text:
+        # a page the host's element could not read (missing, a hub, a thin page) says
+        # nothing for or against it (templates.py): nothing to learn from it
+        if options.learn_template and text and not options.template:
             fields["containers"] = container.candidates(tree, text)
     fields.update(text=text, markdown=markdown, headings=[h for h in headings if h])
     fields.update(_metadata(tree, url, options, found=found, headings=headings))
