@@ -112,6 +112,50 @@ def test_the_elements_holding_the_main_text_are_named_deepest_first():
     assert container.agreement("x", "a b") == 0.0
 
 
+def _each_rendered(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]]:
+    """What candidates() says, each element of the chain rendered and scored on its own."""
+    found = []
+    for element, names in container.find(tree, text):
+        rendered = container.render(element)
+        if not rendered.index_like:
+            score = round(container.agreement(rendered.text, text), 4)
+            found.extend((name, score) for name in names)
+    return found
+
+
+def test_a_wrapper_that_adds_nothing_reads_as_the_element_it_wraps():
+    article = "<h1>Comets</h1><p>" + " ".join(_prose(1)) + "</p><p>" + " ".join(_prose(2)) + "</p>"
+    text = "Comets " + " ".join(_prose(1)) + " " + " ".join(_prose(2))
+    wrapped = (
+        '<html><body><div class="document">\n <div class="body">\n'
+        '  <div role="main"><section id="comets">{article}</section></div>\n'
+        "  <!-- a comment --> <nav><a href='/'>Home</a></nav> <script>x = 1</script>\n"
+        " {extra}</div>\n</div></body></html>"
+    )
+    extras = {
+        "": 3,  # the three elements read alike: one walk
+        "<p>Copyright: the comet society, all rights reserved.</p>": 2,  # the body's own text
+    }
+    for extra, alike in extras.items():
+        tree = _tree(wrapped.format(article=article, extra=extra))
+        chain = container.find(tree, text)
+        assert [names[0] for _, names in chain][:3] == [
+            "//section[@id='comets']",
+            "//div[@role='main']",
+            "//div[@class='body']",
+        ]
+        found = container.candidates(tree, text)
+        assert found == _each_rendered(tree, text)
+        scores = [score for _, score in found]
+        assert len(set(scores)) == (1 if alike == 3 else 2), (extra, found)
+        # a wrapper's own text, a sibling that renders, or a heading is no wrapper
+        section, main = chain[0][0], chain[1][0]
+        assert container._wraps(main, section)
+        main.text = "Read first: "
+        assert not container._wraps(main, section)
+        assert container.candidates(tree, text) == _each_rendered(tree, text)
+
+
 def _learnt(*scores: float, name: str = "//main") -> Extraction:
     return Extraction(url="", containers=[(name, score) for score in scores])
 
@@ -274,10 +318,12 @@ def test_a_crawl_reads_its_pages_from_the_learnt_element_until_an_audit_disagree
     assert stats["focus/extract/templates/confirmed"] == 2
     assert stats["focus/extract/templates/revoked"] == 1
     # One page at a time, so the count is exact: confirmed on pages 1-3, but pages 4-7
-    # are dispatches of the ordered start (read by trafilatura, learnt from); 8-14
-    # templated, 15 the first audit (it disagrees, and the article agrees: the first of
-    # three), 16-17 learnt, 18-39 templated but the audits at 25 and 33.
-    assert stats["focus/extract/templated"] == 7 + 22 - 2
+    # are dispatches of the ordered start (read by trafilatura, learnt from); 8-13
+    # templated; on 14 the element holds a teaser too short to read (trafilatura's text,
+    # which says nothing for or against the template); 15 the first audit (it disagrees,
+    # and the article agrees: the first of three), 16-17 learnt, 18-39 templated but the
+    # audits at 25 and 33.
+    assert stats["focus/extract/templated"] == 6 + 22 - 2
     for n, item in pages.items():
         text = item["markdown"]
         reference = extract_page(_page(n), item["url"], "text/html").markdown
@@ -301,6 +347,10 @@ def test_the_worker_reads_the_template_and_falls_back_to_trafilatura_without_it(
     assert read.title == learning.title and read.page_text_chars == learning.page_text_chars
     missing = extract_page(body, "http://x/", "text/html", ExtractOptions(template="//article"))
     assert missing.container is None and missing.text == learning.text
+    # as the crawl sends it (learning on): a page the element could not read says nothing
+    # for or against the template, so there is nothing to learn from it
+    sent = ExtractOptions(template="//article", learn_template=True)
+    assert extract_page(body, "http://x/", "text/html", sent).containers == []
     # a short text is trafilatura's to judge
     short = body.replace(" ".join(_prose(3)[1:]).encode(), b"")
     for paragraph in _prose(3)[1:]:

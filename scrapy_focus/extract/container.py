@@ -63,6 +63,8 @@ _ITEMS = frozenset(("li", "dt", "dd"))
 _LISTS = frozenset(("ul", "ol", "dl", "menu"))
 #: Blocks that, made almost only of links, are a menu, a table of contents or a gallery.
 _LINK_BLOCKS = _LISTS | {"div", "section", "table"}
+#: Blocks that render() reads as their children, between blank lines.
+_PLAIN_BLOCKS = (_BLOCKS | _LISTS | {"table"}) - _HEADINGS.keys() - _ITEMS - {"pre"}
 _EMPHASIS = {"strong": "**", "b": "**", "em": "*", "i": "*"}
 #: Attributes that name an element the same way on every page of a template.
 _NAMING = ("role", "itemprop", "id", "class")
@@ -91,7 +93,10 @@ def words(text: str) -> Counter[str]:
 
 def agreement(text: str, reference: str) -> float:
     """Word F1 of *text* against *reference* (case aside); 0 when either has no word."""
-    found, wanted = words(text), words(reference)
+    return _f1(words(text), words(reference))
+
+
+def _f1(found: Counter[str], wanted: Counter[str]) -> float:
     common = sum((found & wanted).values())
     if not common:
         return 0.0
@@ -115,11 +120,19 @@ def candidates(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]
     deepest first, each with the :func:`agreement` of its own text with *text*.
     Elements that read as a hub or an index (:attr:`Rendered.index_like`) are left out:
     their text says nothing for or against a template."""
-    found = []
+    found: list[tuple[str, float]] = []
+    wanted = words(text)
+    deeper: lxml.html.HtmlElement | None = None
+    rendered: Rendered | None = None
+    score = 0.0
     for element, names in find(tree, text, MAX_ELEMENTS):
-        rendered = render(element)
+        # a documentation theme nests its main text in wrappers that hold nothing else:
+        # their text is the one read below them, and each is a walk of the whole page
+        if rendered is None or deeper is None or not _wraps(element, deeper):
+            rendered = render(element)
+            score = round(_f1(words(rendered.text), wanted), 4)
+        deeper = element
         if not rendered.index_like:
-            score = round(agreement(rendered.text, text), 4)
             found.extend((name, score) for name in names)
     return found
 
@@ -296,6 +309,41 @@ class _Reader:
             self.write(" ")
         self.inline(child, flat)
         self.in_link = was_link
+
+
+def _wraps(ancestor: lxml.html.HtmlElement, element: lxml.html.HtmlElement) -> bool:
+    """Whether :func:`render` reads *ancestor* as it reads *element*, its descendant:
+    *element* is a block, and each element from its parent up to *ancestor* is a plain
+    block (no heading, item, row, list of links or hidden one) whose own text, other
+    children and their tails add nothing but white space, which :func:`_tidy` drops."""
+    if not isinstance(element.tag, str) or element.tag not in _PLAIN_BLOCKS:
+        return False
+    node = element
+    while node is not ancestor:
+        parent = node.getparent()
+        if parent is None or not _wrapper(parent, node):
+            return False
+        node = parent
+    return True
+
+
+def _wrapper(parent: lxml.html.HtmlElement, child: lxml.html.HtmlElement) -> bool:
+    """Whether *parent* renders nothing but *child* (see :func:`_wraps`)."""
+    tag = parent.tag
+    if not isinstance(tag, str) or tag not in _PLAIN_BLOCKS or _hidden(parent):
+        return False
+    if tag in _LINK_BLOCKS and _link_list(parent):
+        return False
+    if parent.text and not parent.text.isspace():
+        return False
+    for other in parent:
+        if other.tail and not other.tail.isspace():
+            return False
+        if other is child or not isinstance(other.tag, str):
+            continue
+        if other.tag not in _SKIPPED and not _hidden(other):
+            return False
+    return True
 
 
 def _hidden(element: lxml.html.HtmlElement) -> bool:
