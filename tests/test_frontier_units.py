@@ -16,7 +16,7 @@ from scrapy_focus.frontier.link_model import LinkModel
 from scrapy_focus.frontier.link_scorer import LinkScorer
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after
 from scrapy_focus.frontier.store_local import LmdbFrontierStore
-from scrapy_focus.frontier.terms import Topic, terms
+from scrapy_focus.frontier.terms import Topic, term_counts, terms
 from scrapy_focus.state import LinkContext
 from scrapy_focus.urls import Scope
 
@@ -137,6 +137,20 @@ def test_terms_stem_and_drop_stop_words():
         "base",
         "asynciobas",  # the two words as one: the same word is spelt both ways
     ]
+
+
+def test_term_counts_count_what_terms_yields_in_the_same_order():
+    from collections import Counter
+
+    text = (
+        "Running runs RUN; the asyncio-based EventLoop and eventLoop, e-mail E-Mail email. "
+        "İstanbul Straße naïve café 2024-01-02 x-ray a-b 3rd_party snake_case"
+    ) * 3
+    counts = term_counts(text)
+    assert counts == Counter(terms(text))
+    # the order of the first appearance too: the relevance's sums run in that order
+    assert list(counts) == list(Counter(terms(text)))
+    assert term_counts("") == Counter()
 
 
 def test_a_word_spelt_with_and_without_its_hyphen_matches():

@@ -143,8 +143,10 @@ def anchors_of(
     urls: dict[str, str | None] = {}  # href without fragment → its URL (None: unusable)
     heading_element: Any = None
     heading = ""
-    for element in root.iter():
-        tag = element.tag if isinstance(element.tag, str) else ""
+    # lxml picks the tags in C: an element object is made for these alone (each one is a
+    # call into lxml.html's element class lookup, in Python)
+    for element in root.iter("a", *_HEADINGS):
+        tag = element.tag
         if tag in _HEADINGS:
             heading_element, heading = element, ""
         elif tag == "a":

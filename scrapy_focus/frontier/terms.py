@@ -53,12 +53,28 @@ def terms(text: str) -> list[str]:
     (``command-line``, ``sub-command``, ``built-in``), by different writers."""
     out: list[str] = []
     for token in _WORD.findall(_CAMEL.sub(" ", text)):
-        token = token.lower()
-        if "-" in token:
-            out.extend(_stem(word) for word in token.split("-") if _is_term(word))
-            token = token.replace("-", "")
-        if _is_term(token):
-            out.append(_stem(token))
+        out.extend(_token_terms(token))
+    return out
+
+
+def term_counts(text: str) -> Counter[str]:
+    """``Counter(terms(text))``, in the same order, each distinct word read once: a
+    page's text repeats its words many times over."""
+    counts: Counter[str] = Counter()
+    for token, count in Counter(_WORD.findall(_CAMEL.sub(" ", text))).items():
+        for term in _token_terms(token):
+            counts[term] += count
+    return counts
+
+
+def _token_terms(token: str) -> list[str]:
+    token = token.lower()
+    out: list[str] = []
+    if "-" in token:
+        out.extend(_stem(word) for word in token.split("-") if _is_term(word))
+        token = token.replace("-", "")
+    if _is_term(token):
+        out.append(_stem(token))
     return out
 
 
@@ -156,7 +172,10 @@ class Topic:
 
     def similarity(self, text_terms: Iterable[str]) -> float:
         """Cosine of IDF-weighted term vectors, in [0, 1]."""
-        counts = Counter(text_terms)
+        return self.count_similarity(Counter(text_terms))
+
+    def count_similarity(self, counts: Counter[str]) -> float:
+        """:meth:`similarity` of the terms *counts* counts."""
         if not counts:
             return 0.0
         profile, norm_topic = self._cached_profile()
@@ -199,11 +218,12 @@ class Topic:
         page's own URL is evidence its text may not repeat.  A page whose text
         misses the topic stays at 0, whatever its URL says.
         """
-        title_terms = terms(title or "")
-        heading_terms = terms(" ".join(headings))
-        body_terms = terms(text[:50_000])
-        self.observe([*title_terms, *heading_terms, *body_terms])
-        cosine = self.similarity([*title_terms * 3, *heading_terms * 2, *body_terms])
+        counts: Counter[str] = Counter()
+        for part, weight in ((title or "", 3), (" ".join(headings), 2), (text[:50_000], 1)):
+            for term, count in term_counts(part).items():
+                counts[term] += weight * count
+        self.observe(counts)
+        cosine = self.count_similarity(counts)
         relevance = cosine / (cosine + self.scale) if cosine > 0 else 0.0
         if url and relevance:
             relevance = min(1.0, relevance * (1.0 + self.coverage(self.expand(url_terms(url)))))
