@@ -143,13 +143,11 @@ def anchors_of(
     urls: dict[str, str | None] = {}  # href without fragment → its URL (None: unusable)
     heading_element: Any = None
     heading = ""
-    # lxml picks the tags in C: an element object is made for these alone (each one is a
-    # call into lxml.html's element class lookup, in Python)
+    # the tags picked by lxml in C: element objects (a Python lookup each) for these alone
     for element in root.iter("a", *_HEADINGS):
-        tag = element.tag
-        if tag in _HEADINGS:
+        if element.tag in _HEADINGS:
             heading_element, heading = element, ""
-        elif tag == "a":
+        elif element.tag == "a":
             href = element.get("href")
             if not href or href.startswith(("#", "javascript:", "mailto:")):
                 continue
