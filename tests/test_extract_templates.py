@@ -132,11 +132,11 @@ def test_a_wrapper_that_adds_nothing_reads_as_the_element_it_wraps():
         "  <!-- a comment --> <nav><a href='/'>Home</a></nav> <script>x = 1</script>\n"
         " {extra}</div>\n</div></body></html>"
     )
-    extras = {
-        "": 3,  # the three elements read alike: one walk
+    extras = {  # what follows the main text in div.body → the distinct scores of the chain
+        "": 1,  # the three elements read alike: one walk
         "<p>Copyright: the comet society, all rights reserved.</p>": 2,  # the body's own text
     }
-    for extra, alike in extras.items():
+    for extra, distinct in extras.items():
         tree = _tree(wrapped.format(article=article, extra=extra))
         chain = container.find(tree, text)
         assert [names[0] for _, names in chain][:3] == [
@@ -147,7 +147,7 @@ def test_a_wrapper_that_adds_nothing_reads_as_the_element_it_wraps():
         found = container.candidates(tree, text)
         assert found == _each_rendered(tree, text)
         scores = [score for _, score in found]
-        assert len(set(scores)) == (1 if alike == 3 else 2), (extra, found)
+        assert len(set(scores)) == distinct, (extra, found)
         # a wrapper's own text, a sibling that renders, or a heading is no wrapper
         section, main = chain[0][0], chain[1][0]
         assert container._wraps(main, section)

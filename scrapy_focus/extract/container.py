@@ -122,13 +122,11 @@ def candidates(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]
     their text says nothing for or against a template."""
     found: list[tuple[str, float]] = []
     wanted = words(text)
-    deeper: lxml.html.HtmlElement | None = None
-    rendered: Rendered | None = None
-    score = 0.0
+    deeper, rendered, score = None, Rendered("", "", 0, 0, 0), 0.0
     for element, names in find(tree, text, MAX_ELEMENTS):
         # a documentation theme nests its main text in wrappers that hold nothing else:
         # their text is the one read below them, and each is a walk of the whole page
-        if rendered is None or deeper is None or not _wraps(element, deeper):
+        if deeper is None or not _wraps(element, deeper):
             rendered = render(element)
             score = round(_f1(words(rendered.text), wanted), 4)
         deeper = element

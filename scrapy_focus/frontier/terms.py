@@ -67,15 +67,14 @@ def term_counts(text: str) -> Counter[str]:
     return counts
 
 
-def _token_terms(token: str) -> list[str]:
+def _token_terms(token: str) -> tuple[str, ...]:
+    """The terms of one word of :func:`terms` (two, with the joined form, if hyphenated)."""
     token = token.lower()
-    out: list[str] = []
-    if "-" in token:
-        out.extend(_stem(word) for word in token.split("-") if _is_term(word))
-        token = token.replace("-", "")
-    if _is_term(token):
-        out.append(_stem(token))
-    return out
+    if "-" not in token:  # most words: no list to build
+        return (_stem(token),) if _is_term(token) else ()
+    joined = token.replace("-", "")
+    parts = [_stem(word) for word in token.split("-") if _is_term(word)]
+    return (*parts, _stem(joined)) if _is_term(joined) else tuple(parts)
 
 
 def _is_term(word: str) -> bool:
@@ -175,7 +174,7 @@ class Topic:
         return self.count_similarity(Counter(text_terms))
 
     def count_similarity(self, counts: Counter[str]) -> float:
-        """:meth:`similarity` of the terms *counts* counts."""
+        """:meth:`similarity` of terms already counted (``Counter(text_terms)``)."""
         if not counts:
             return 0.0
         profile, norm_topic = self._cached_profile()
