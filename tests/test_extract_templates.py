@@ -112,6 +112,22 @@ def test_the_elements_holding_the_main_text_are_named_deepest_first():
     assert container.agreement("x", "a b") == 0.0
 
 
+def test_an_audit_scores_the_learnt_element_as_learning_does_and_a_hub_against_it():
+    tree = _tree(ARTICLE)
+    text = "Comets. Comets have tails of gas and dust. orbit = ellipse(a, e) period = 2 * pi"
+    for name, score in container.candidates(tree, text):
+        assert container.audit(tree, name, text) == score
+    assert container.audit(tree, "//article", text) == 0.0  # the page lacks it
+    prose = "Every function of the library, listed by name, with the module it is in. " * 2
+    links = "".join(f'<li><a href="/{n}">Function number {n}</a></li>' for n in range(30))
+    main = f"<h1>Index</h1><p>{prose}</p><ul>{links}</ul>"
+    hub = _tree(f'<html><body><div id="main">{main}</div></body></html>')
+    rendered = container.render(container.select(hub, "//div[@id='main']"))
+    assert rendered.index_like and container.agreement(rendered.text, "Index " + prose) == 1.0
+    # but learning leaves a hub out, so the learnt name is not among the agreeing ones
+    assert container.audit(hub, "//div[@id='main']", "Index " + prose) == 0.0
+
+
 def _each_rendered(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]]:
     """What candidates() says, each element of the chain rendered and scored on its own."""
     found = []
@@ -206,7 +222,8 @@ def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_
     audits = []
     for page in range(1, 200):
         sent = templates.options_for(url, options)
-        assert sent.learn_template
+        assert not sent.learn_template  # nothing to name: the element is known
+        assert (sent.template is None) == (sent.audit_template == "//main")
         if sent.template is None:
             audits.append(page)
             assert templates.learn(url, _learnt(0.99)).event is None
@@ -221,9 +238,9 @@ def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_
 
 def test_a_page_whose_order_is_kept_is_not_read_from_the_template_and_counts_for_no_audit():
     templates, options, url = _confirmed(), ExtractOptions(), "http://docs.example/"
-    for _ in range(20):  # trafilatura's text, learnt from as in an audit
+    for _ in range(20):  # trafilatura's text, the element scored as in an audit
         sent = templates.options_for(url, options, read=False)
-        assert sent.template is None and sent.learn_template
+        assert sent.template is None and sent.audit_template == "//main"
         assert templates.learn(url, _learnt(0.99)).event is None
     # the template's pages count from the first one read from it
     sent = [templates.options_for(url, options).template for _ in range(8)]
@@ -318,12 +335,12 @@ def test_a_crawl_reads_its_pages_from_the_learnt_element_until_an_audit_disagree
     assert stats["focus/extract/templates/confirmed"] == 2
     assert stats["focus/extract/templates/revoked"] == 1
     # One page at a time, so the count is exact: confirmed on pages 1-3, but pages 4-7
-    # are dispatches of the ordered start (read by trafilatura, learnt from); 8-13
-    # templated; on 14 the element holds a teaser too short to read (trafilatura's text,
-    # which says nothing for or against the template); 15 the first audit (it disagrees,
-    # and the article agrees: the first of three), 16-17 learnt, 18-39 templated but the
-    # audits at 25 and 33.
-    assert stats["focus/extract/templated"] == 6 + 22 - 2
+    # are dispatches of the ordered start (read by trafilatura, auditing the element);
+    # 8-13 templated; on 14 the element holds a teaser too short to read (trafilatura's
+    # text, which says nothing for or against the template); 15 the first audit (the
+    # teaser disagrees), 16-18 learnt (the article), 19-39 templated but the audits at 26
+    # and 34.
+    assert stats["focus/extract/templated"] == 6 + 21 - 2
     for n, item in pages.items():
         text = item["markdown"]
         reference = extract_page(_page(n), item["url"], "text/html").markdown
@@ -347,10 +364,18 @@ def test_the_worker_reads_the_template_and_falls_back_to_trafilatura_without_it(
     assert read.title == learning.title and read.page_text_chars == learning.page_text_chars
     missing = extract_page(body, "http://x/", "text/html", ExtractOptions(template="//article"))
     assert missing.container is None and missing.text == learning.text
-    # as the crawl sends it (learning on): a page the element could not read says nothing
-    # for or against the template, so there is nothing to learn from it
+    # a page the element could not read says nothing for or against the template, so
+    # there is nothing to learn from it
     sent = ExtractOptions(template="//article", learn_template=True)
     assert extract_page(body, "http://x/", "text/html", sent).containers == []
+    # an audit scores the host's element alone, as learning scores it; one the page
+    # lacks scores 0: the element has stopped reading the host's pages
+    audit = ExtractOptions(audit_template=main)
+    audited = extract_page(body, "http://x/", "text/html", audit)
+    assert audited.container is None and audited.text == learning.text
+    assert audited.containers == [(main, dict(learning.containers)[main])]
+    gone = ExtractOptions(audit_template="//article")
+    assert extract_page(body, "http://x/", "text/html", gone).containers == [("//article", 0.0)]
     # a short text is trafilatura's to judge
     short = body.replace(" ".join(_prose(3)[1:]).encode(), b"")
     for paragraph in _prose(3)[1:]:

@@ -10,7 +10,8 @@ instead of running trafilatura's extraction over the whole page.
   main text (the deepest element holding nearly all of its words) and its
   ancestors, as XPaths that may pick the same element on another page of the
   same template (``//div[@role='main']``); :func:`candidates` scores each;
-* :func:`select` finds the one element an XPath names, or nothing;
+* :func:`select` finds the one element an XPath names, or nothing; :func:`audit`
+  scores the one a host has learnt;
 * :func:`render` reads an element as Markdown and plain text, in the shape
   trafilatura gives them (headings, ``- `` items, ``|`` table rows, code
   fences), leaving out what is never main text (scripts, navigation, forms,
@@ -133,6 +134,18 @@ def candidates(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]
         if not rendered.index_like:
             found.extend((name, score) for name in names)
     return found
+
+
+def audit(tree: lxml.html.HtmlElement, xpath: str, text: str) -> float:
+    """The :func:`agreement` of the element *xpath* names with *text* (trafilatura's main
+    text of the page), as :func:`candidates` would score it: 0 where the page lacks the
+    element or it reads as a hub, which :func:`candidates` leaves out.  An audit of a
+    learnt element needs this one score, not every candidate's."""
+    element = select(tree, xpath)
+    if element is None:
+        return 0.0
+    rendered = render(element)
+    return 0.0 if rendered.index_like else round(agreement(rendered.text, text), 4)
 
 
 def find(

@@ -179,11 +179,23 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         found, text, markdown = _main_text(tree, url, options, fast=options.fast or options.cascade)
         # a page the host's element could not read (missing, a hub, a thin page) says
         # nothing for or against it (templates.py): nothing to learn from it
-        if options.learn_template and text and not options.template:
-            fields["containers"] = container.candidates(tree, text)
+        if text and not options.template:
+            fields["containers"] = _template_evidence(tree, text, options)
     fields.update(text=text, markdown=markdown, headings=[h for h in headings if h])
     fields.update(_metadata(tree, url, options, found=found, headings=headings))
     return fields
+
+
+def _template_evidence(
+    tree: lxml.html.HtmlElement, text: str, options: ExtractOptions
+) -> list[tuple[str, float]]:
+    """What the page, whose main text trafilatura read as *text*, says to the learner
+    (templates.py): in an audit, the host's element and how well it agrees with *text*
+    (:func:`.container.audit`); while learning, every element that holds *text*
+    (:func:`.container.candidates`)."""
+    if options.audit_template:
+        return [(options.audit_template, container.audit(tree, options.audit_template, text))]
+    return container.candidates(tree, text) if options.learn_template else []
 
 
 def _read_template(tree: lxml.html.HtmlElement, xpath: str | None) -> container.Rendered | None:

@@ -8,19 +8,21 @@ text (:func:`.container.render`) agrees with it (``Extraction.containers``).
 Once one name has agreed (word F1 ≥ ``agreement``) on ``confirm`` learnt pages in a
 row, the host's pages are read from that element (``Extraction.container``), and
 some of them again by trafilatura (audits: the ``audit_every``-th templated page,
-then twice as many pages later each time, at least one in ``8 * audit_every``):
-an audit where the element disagrees ends the template, and the host learns
-again.  A host whose pages never agree stops being learnt from, but for one page
-in ``audit_every``.
+then twice as many pages later each time, at least one in ``8 * audit_every``),
+where the worker scores the host's element alone: an audit where it disagrees ends
+the template, and the host learns again.  A host whose pages never agree stops
+being learnt from, but for one page in ``audit_every``.
 
 A page whose text must not depend on timing (its dispatch is one whose order the
-crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and learnt
-from, as in an audit: which pages a template reads otherwise depends on the order
-extractions finish in.
+crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and
+audits the template, if the host has one: which pages a template reads otherwise
+depends on the order extractions finish in.
 
 The worker falls back to trafilatura on its own where the element is missing or
 is mostly links (a hub or an index page); such a page says nothing for or
-against the template.  State lives in the crawl's process, bounded to
+against the template.  An audit of such a page ends it (:func:`.container.audit`
+scores 0): learning leaves such an element out, and a layout that changed must
+not go on being read from the old element.  State lives in the crawl's process, bounded to
 ``max_hosts`` hosts (the least recently seen are forgotten); it is not saved with
 ``JOBDIR`` (a resumed crawl learns again in a few pages).
 """
@@ -83,17 +85,17 @@ class Templates:
 
     def options_for(self, url: str, options: ExtractOptions, read: bool = True) -> ExtractOptions:
         """The options to extract *url* with: the host's template, or learning, or neither.
-        With *read* false the page is not read from a template (trafilatura's text, as in
-        an audit, counting for no audit)."""
+        With *read* false the page is not read from a template (trafilatura's text, and
+        the template scored, as in an audit, counting for no audit)."""
         host = self._host(url)
         host.pages += 1
         if host.template is not None and not read:
-            return replace(options, template=None, learn_template=True)
+            return replace(options, audit_template=host.template)
         if host.template is not None:
             host.templated += 1
-            if self._audit_due(host.templated):  # an audit: trafilatura, and learn
-                return replace(options, template=None, learn_template=True)
-            return replace(options, template=host.template, learn_template=True)
+            if self._audit_due(host.templated):  # an audit: trafilatura, and the element scored
+                return replace(options, audit_template=host.template)
+            return replace(options, template=host.template)
         if host.pages == 1:  # a host's first page has nothing to agree with yet
             return options
         giving_up = host.learnt >= self.confirm * 4
