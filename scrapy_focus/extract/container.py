@@ -10,8 +10,7 @@ instead of running trafilatura's extraction over the whole page.
   main text (the deepest element holding nearly all of its words) and its
   ancestors, as XPaths that may pick the same element on another page of the
   same template (``//div[@role='main']``); :func:`candidates` scores each;
-* :func:`select` finds the one element an XPath names, or nothing; :func:`audit`
-  scores the one a host has learnt;
+* :func:`select` finds the one element an XPath names, or nothing;
 * :func:`render` reads an element as Markdown and plain text, in the shape
   trafilatura gives them (headings, ``- `` items, ``|`` table rows, code
   fences), leaving out what is never main text (scripts, navigation, forms,
@@ -32,6 +31,8 @@ from lxml import etree
 
 #: The share of the main text's words an element must hold to be its container.
 COVERAGE = 0.95
+#: Word F1 of an element's text against trafilatura's that counts as the same text.
+AGREEMENT = 0.97
 #: A list whose text is at least this share link text, with at least LIST_LINKS links,
 #: is a table of contents or a menu; trafilatura drops those, and so does render().
 LINK_LIST_SHARE = 0.8
@@ -134,18 +135,6 @@ def candidates(tree: lxml.html.HtmlElement, text: str) -> list[tuple[str, float]
         if not rendered.index_like:
             found.extend((name, score) for name in names)
     return found
-
-
-def audit(tree: lxml.html.HtmlElement, xpath: str, text: str) -> float:
-    """The :func:`agreement` of the element *xpath* names with *text* (trafilatura's main
-    text of the page), as :func:`candidates` would score it: 0 where the page lacks the
-    element or it reads as a hub, which :func:`candidates` leaves out.  An audit of a
-    learnt element needs this one score, not every candidate's."""
-    element = select(tree, xpath)
-    if element is None:
-        return 0.0
-    rendered = render(element)
-    return 0.0 if rendered.index_like else round(agreement(rendered.text, text), 4)
 
 
 def find(

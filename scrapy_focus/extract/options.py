@@ -46,8 +46,9 @@ class ExtractOptions:
     # after trafilatura's extraction, name the elements that hold its text (the learner's
     # evidence); per page
     learn_template: bool = False
-    # after trafilatura's extraction, score the host's learnt element alone against its
-    # text (an audit: does the element still agree?); per page
+    # after trafilatura's extraction, score the host's learnt element against its text
+    # (an audit: where the element does not agree, name the elements as learning does);
+    # per page
     audit_template: str | None = None
 
 

@@ -190,12 +190,20 @@ def _template_evidence(
     tree: lxml.html.HtmlElement, text: str, options: ExtractOptions
 ) -> list[tuple[str, float]]:
     """What the page, whose main text trafilatura read as *text*, says to the learner
-    (templates.py): in an audit, the host's element and how well it agrees with *text*
-    (:func:`.container.audit`); while learning, every element that holds *text*
-    (:func:`.container.candidates`)."""
+    (templates.py).  In an audit where the host's element reads the page
+    (:func:`_read_template`) and agrees with *text*, that element's score alone;
+    otherwise, and while learning, every element that holds *text*
+    (:func:`.container.candidates`): a page whose text no one element holds says
+    nothing for or against the element, one whose text another element holds ends it."""
     if options.audit_template:
-        return [(options.audit_template, container.audit(tree, options.audit_template, text))]
-    return container.candidates(tree, text) if options.learn_template else []
+        rendered = _read_template(tree, options.audit_template)
+        if rendered is not None:
+            score = round(container.agreement(rendered.text, text), 4)
+            if score >= container.AGREEMENT:
+                return [(options.audit_template, score)]
+    if options.audit_template or options.learn_template:
+        return container.candidates(tree, text)
+    return []
 
 
 def _read_template(tree: lxml.html.HtmlElement, xpath: str | None) -> container.Rendered | None:

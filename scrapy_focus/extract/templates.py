@@ -5,13 +5,14 @@ the worker gets), :meth:`Templates.learn` takes what the worker saw.  A host's
 pages are extracted by trafilatura, and from its second page on the worker also
 names the elements that hold trafilatura's main text and how well each one's own
 text (:func:`.container.render`) agrees with it (``Extraction.containers``).
-Once one name has agreed (word F1 ≥ ``agreement``) on ``confirm`` learnt pages in a
-row, the host's pages are read from that element (``Extraction.container``), and
-some of them again by trafilatura (audits: the ``audit_every``-th templated page,
-then twice as many pages later each time, at least one in ``8 * audit_every``),
-where the worker scores the host's element alone: an audit where it disagrees ends
-the template, and the host learns again.  A host whose pages never agree stops
-being learnt from, but for one page in ``audit_every``.
+Once one name has agreed (word F1 ≥ :data:`.container.AGREEMENT`) on ``confirm``
+learnt pages in a row, the host's pages are read from that element
+(``Extraction.container``), and some of them again by trafilatura (audits: the
+``audit_every``-th templated page, then twice as many pages later each time, at
+least one in ``8 * audit_every``), where the worker scores the host's element
+alone if it agrees, and names the elements again if not: an audit where it
+disagrees ends the template, and the host learns again.  A host whose pages never
+agree stops being learnt from, but for one page in ``audit_every``.
 
 A page whose text must not depend on timing (its dispatch is one whose order the
 crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and
@@ -20,11 +21,11 @@ depends on the order extractions finish in.
 
 The worker falls back to trafilatura on its own where the element is missing or
 is mostly links (a hub or an index page); such a page says nothing for or
-against the template.  An audit of such a page ends it (:func:`.container.audit`
-scores 0): learning leaves such an element out, and a layout that changed must
-not go on being read from the old element.  State lives in the crawl's process, bounded to
-``max_hosts`` hosts (the least recently seen are forgotten); it is not saved with
-``JOBDIR`` (a resumed crawl learns again in a few pages).
+against the template.  In an audit, such a page counts against the template
+where another element holds trafilatura's text (a layout that changed).  State
+lives in the crawl's process, bounded to ``max_hosts`` hosts (the least recently
+seen are forgotten); it is not saved with ``JOBDIR`` (a resumed crawl learns again
+in a few pages).
 """
 
 from __future__ import annotations
@@ -34,13 +35,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from scrapy_focus.engines.headers import origin_of
+from scrapy_focus.extract.container import AGREEMENT
 from scrapy_focus.extract.options import ExtractOptions
 
 if TYPE_CHECKING:
     from scrapy_focus.extract.page import Extraction
 
-#: Word F1 of the element's text against trafilatura's that counts as the same text.
-AGREEMENT = 0.97
 #: Learnt pages in a row on which one name must agree.
 CONFIRM = 3
 #: The first audit of a template is at this many templated pages (then 2x, 4x, 8x, and
@@ -68,12 +68,10 @@ class Learnt:
 class Templates:
     def __init__(
         self,
-        agreement: float = AGREEMENT,
         confirm: int = CONFIRM,
         audit_every: int = AUDIT_EVERY,
         max_hosts: int = 10_000,
     ) -> None:
-        self.agreement = agreement
         self.confirm = confirm
         self.audit_every = audit_every
         self.max_hosts = max_hosts
@@ -109,7 +107,7 @@ class Templates:
         host = self._hosts.get(key)
         if host is None or extraction.container is not None or not extraction.containers:
             return Learnt(None, key)  # templated, or nothing said for or against
-        agreeing = {name for name, score in extraction.containers if score >= self.agreement}
+        agreeing = {name for name, score in extraction.containers if score >= AGREEMENT}
         if host.template is not None:
             if host.template in agreeing:
                 return Learnt(None, key)
