@@ -12,10 +12,9 @@ import lxml.html
 from harness.farm import Farm, FarmRequest
 from harness.farm_pages import Page
 from scrapy_focus.extract import container
-from scrapy_focus.extract.container import AGREEMENT
 from scrapy_focus.extract.options import ExtractOptions
 from scrapy_focus.extract.page import Extraction, extract_page
-from scrapy_focus.extract.templates import Templates
+from scrapy_focus.extract.templates import AGREEMENT, Templates
 from tests.crawl import run_focus_crawl
 
 ARTICLE = """<html><body>
@@ -207,8 +206,7 @@ def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_
     audits = []
     for page in range(1, 200):
         sent = templates.options_for(url, options)
-        assert not sent.learn_template  # nothing to name: the element is known
-        assert (sent.template is None) == (sent.audit_template == "//main")
+        assert sent.learn_template
         if sent.template is None:
             audits.append(page)
             assert templates.learn(url, _learnt(0.99)).event is None
@@ -223,9 +221,9 @@ def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_
 
 def test_a_page_whose_order_is_kept_is_not_read_from_the_template_and_counts_for_no_audit():
     templates, options, url = _confirmed(), ExtractOptions(), "http://docs.example/"
-    for _ in range(20):  # trafilatura's text, the element scored as in an audit
+    for _ in range(20):  # trafilatura's text, learnt from as in an audit
         sent = templates.options_for(url, options, read=False)
-        assert sent.template is None and sent.audit_template == "//main"
+        assert sent.template is None and sent.learn_template
         assert templates.learn(url, _learnt(0.99)).event is None
     # the template's pages count from the first one read from it
     sent = [templates.options_for(url, options).template for _ in range(8)]
@@ -320,11 +318,11 @@ def test_a_crawl_reads_its_pages_from_the_learnt_element_until_an_audit_disagree
     assert stats["focus/extract/templates/confirmed"] == 2
     assert stats["focus/extract/templates/revoked"] == 1
     # One page at a time, so the count is exact: confirmed on pages 1-3, but pages 4-7
-    # are dispatches of the ordered start (read by trafilatura, auditing the element);
-    # 8-13 templated; on 14 the element holds a teaser too short to read (trafilatura's
-    # text, which says nothing for or against the template); 15 the first audit (it
-    # disagrees, and the article agrees: the first of three), 16-17 learnt, 18-39
-    # templated but the audits at 25 and 33.
+    # are dispatches of the ordered start (read by trafilatura, learnt from); 8-13
+    # templated; on 14 the element holds a teaser too short to read (trafilatura's text,
+    # which says nothing for or against the template); 15 the first audit (it disagrees,
+    # and the article agrees: the first of three), 16-17 learnt, 18-39 templated but the
+    # audits at 25 and 33.
     assert stats["focus/extract/templated"] == 6 + 22 - 2
     for n, item in pages.items():
         text = item["markdown"]
@@ -349,27 +347,10 @@ def test_the_worker_reads_the_template_and_falls_back_to_trafilatura_without_it(
     assert read.title == learning.title and read.page_text_chars == learning.page_text_chars
     missing = extract_page(body, "http://x/", "text/html", ExtractOptions(template="//article"))
     assert missing.container is None and missing.text == learning.text
-    # a page the element could not read says nothing for or against the template, so
-    # there is nothing to learn from it
+    # as the crawl sends it (learning on): a page the element could not read says nothing
+    # for or against the template, so there is nothing to learn from it
     sent = ExtractOptions(template="//article", learn_template=True)
     assert extract_page(body, "http://x/", "text/html", sent).containers == []
-    # an audit where the host's element agrees scores that element alone, as learning
-    # scores it; where it does not, every candidate, as learning: whether the text has
-    # another element decides (the audit's page after the layout changed, above)
-    audit = ExtractOptions(audit_template=main)
-    audited = extract_page(body, "http://x/", "text/html", audit)
-    assert audited.container is None and audited.text == learning.text
-    assert audited.containers == [(main, dict(learning.containers)[main])]
-    learn = ExtractOptions(learn_template=True)
-    for changed in (body.replace(b'role="main"', b'role="note"'), _page(CHANGE)):
-        found = extract_page(changed, "http://x/", "text/html", audit).containers
-        assert found and main not in dict(found)
-        assert found == extract_page(changed, "http://x/", "text/html", learn).containers
-    # a hub's text is held by no element that reads as one: it says nothing
-    links = "".join(f'<li><a href="/{n}">Function number {n}</a></li>' for n in range(30))
-    hub = f'<html><body><div role="main"><p>All functions.</p><ul>{links}</ul></div></body></html>'
-    audited = extract_page(hub.encode(), "http://x/", "text/html", audit)
-    assert audited.text and audited.containers == []
     # a short text is trafilatura's to judge
     short = body.replace(" ".join(_prose(3)[1:]).encode(), b"")
     for paragraph in _prose(3)[1:]:

@@ -31,8 +31,6 @@ from lxml import etree
 
 #: The share of the main text's words an element must hold to be its container.
 COVERAGE = 0.95
-#: Word F1 of an element's text against trafilatura's that counts as the same text.
-AGREEMENT = 0.97
 #: A list whose text is at least this share link text, with at least LIST_LINKS links,
 #: is a table of contents or a menu; trafilatura drops those, and so does render().
 LINK_LIST_SHARE = 0.8

@@ -46,10 +46,6 @@ class ExtractOptions:
     # after trafilatura's extraction, name the elements that hold its text (the learner's
     # evidence); per page
     learn_template: bool = False
-    # after trafilatura's extraction, score the host's learnt element against its text
-    # (an audit: where the element does not agree, name the elements as learning does);
-    # per page
-    audit_template: str | None = None
 
 
 def metadata_setting(value: Any) -> tuple[bool, tuple[str, ...]]:

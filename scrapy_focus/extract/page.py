@@ -179,31 +179,11 @@ def _from_tree(tree: lxml.html.HtmlElement, url: str, options: ExtractOptions) -
         found, text, markdown = _main_text(tree, url, options, fast=options.fast or options.cascade)
         # a page the host's element could not read (missing, a hub, a thin page) says
         # nothing for or against it (templates.py): nothing to learn from it
-        if text and not options.template:
-            fields["containers"] = _template_evidence(tree, text, options)
+        if options.learn_template and text and not options.template:
+            fields["containers"] = container.candidates(tree, text)
     fields.update(text=text, markdown=markdown, headings=[h for h in headings if h])
     fields.update(_metadata(tree, url, options, found=found, headings=headings))
     return fields
-
-
-def _template_evidence(
-    tree: lxml.html.HtmlElement, text: str, options: ExtractOptions
-) -> list[tuple[str, float]]:
-    """What the page, whose main text trafilatura read as *text*, says to the learner
-    (templates.py).  In an audit where the host's element reads the page
-    (:func:`_read_template`) and agrees with *text*, that element's score alone;
-    otherwise, and while learning, every element that holds *text*
-    (:func:`.container.candidates`): a page whose text no one element holds says
-    nothing for or against the element, one whose text another element holds ends it."""
-    if options.audit_template:
-        rendered = _read_template(tree, options.audit_template)
-        if rendered is not None:
-            score = round(container.agreement(rendered.text, text), 4)
-            if score >= container.AGREEMENT:
-                return [(options.audit_template, score)]
-    if options.audit_template or options.learn_template:
-        return container.candidates(tree, text)
-    return []
 
 
 def _read_template(tree: lxml.html.HtmlElement, xpath: str | None) -> container.Rendered | None:

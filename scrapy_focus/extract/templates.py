@@ -5,27 +5,24 @@ the worker gets), :meth:`Templates.learn` takes what the worker saw.  A host's
 pages are extracted by trafilatura, and from its second page on the worker also
 names the elements that hold trafilatura's main text and how well each one's own
 text (:func:`.container.render`) agrees with it (``Extraction.containers``).
-Once one name has agreed (word F1 ≥ :data:`.container.AGREEMENT`) on ``confirm``
-learnt pages in a row, the host's pages are read from that element
-(``Extraction.container``), and some of them again by trafilatura (audits: the
-``audit_every``-th templated page, then twice as many pages later each time, at
-least one in ``8 * audit_every``), where the worker scores the host's element
-alone if it agrees, and names the elements again if not: an audit where it
-disagrees ends the template, and the host learns again.  A host whose pages never
-agree stops being learnt from, but for one page in ``audit_every``.
+Once one name has agreed (word F1 ≥ ``agreement``) on ``confirm`` learnt pages in a
+row, the host's pages are read from that element (``Extraction.container``), and
+some of them again by trafilatura (audits: the ``audit_every``-th templated page,
+then twice as many pages later each time, at least one in ``8 * audit_every``):
+an audit where the element disagrees ends the template, and the host learns
+again.  A host whose pages never agree stops being learnt from, but for one page
+in ``audit_every``.
 
 A page whose text must not depend on timing (its dispatch is one whose order the
-crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and
-audits the template, if the host has one: which pages a template reads otherwise
-depends on the order extractions finish in.
+crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and learnt
+from, as in an audit: which pages a template reads otherwise depends on the order
+extractions finish in.
 
 The worker falls back to trafilatura on its own where the element is missing or
 is mostly links (a hub or an index page); such a page says nothing for or
-against the template.  In an audit, such a page counts against the template
-where another element holds trafilatura's text (a layout that changed).  State
-lives in the crawl's process, bounded to ``max_hosts`` hosts (the least recently
-seen are forgotten); it is not saved with ``JOBDIR`` (a resumed crawl learns again
-in a few pages).
+against the template.  State lives in the crawl's process, bounded to
+``max_hosts`` hosts (the least recently seen are forgotten); it is not saved with
+``JOBDIR`` (a resumed crawl learns again in a few pages).
 """
 
 from __future__ import annotations
@@ -35,12 +32,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from scrapy_focus.engines.headers import origin_of
-from scrapy_focus.extract.container import AGREEMENT
 from scrapy_focus.extract.options import ExtractOptions
 
 if TYPE_CHECKING:
     from scrapy_focus.extract.page import Extraction
 
+#: Word F1 of the element's text against trafilatura's that counts as the same text.
+AGREEMENT = 0.97
 #: Learnt pages in a row on which one name must agree.
 CONFIRM = 3
 #: The first audit of a template is at this many templated pages (then 2x, 4x, 8x, and
@@ -68,10 +66,12 @@ class Learnt:
 class Templates:
     def __init__(
         self,
+        agreement: float = AGREEMENT,
         confirm: int = CONFIRM,
         audit_every: int = AUDIT_EVERY,
         max_hosts: int = 10_000,
     ) -> None:
+        self.agreement = agreement
         self.confirm = confirm
         self.audit_every = audit_every
         self.max_hosts = max_hosts
@@ -83,17 +83,17 @@ class Templates:
 
     def options_for(self, url: str, options: ExtractOptions, read: bool = True) -> ExtractOptions:
         """The options to extract *url* with: the host's template, or learning, or neither.
-        With *read* false the page is not read from a template (trafilatura's text, and
-        the template scored, as in an audit, counting for no audit)."""
+        With *read* false the page is not read from a template (trafilatura's text, as in
+        an audit, counting for no audit)."""
         host = self._host(url)
         host.pages += 1
         if host.template is not None and not read:
-            return replace(options, audit_template=host.template)
+            return replace(options, template=None, learn_template=True)
         if host.template is not None:
             host.templated += 1
-            if self._audit_due(host.templated):  # an audit: trafilatura, and the element scored
-                return replace(options, audit_template=host.template)
-            return replace(options, template=host.template)
+            if self._audit_due(host.templated):  # an audit: trafilatura, and learn
+                return replace(options, template=None, learn_template=True)
+            return replace(options, template=host.template, learn_template=True)
         if host.pages == 1:  # a host's first page has nothing to agree with yet
             return options
         giving_up = host.learnt >= self.confirm * 4
@@ -107,7 +107,7 @@ class Templates:
         host = self._hosts.get(key)
         if host is None or extraction.container is not None or not extraction.containers:
             return Learnt(None, key)  # templated, or nothing said for or against
-        agreeing = {name for name, score in extraction.containers if score >= AGREEMENT}
+        agreeing = {name for name, score in extraction.containers if score >= self.agreement}
         if host.template is not None:
             if host.template in agreeing:
                 return Learnt(None, key)
