@@ -14,9 +14,11 @@ again.  A host whose pages never agree stops being learnt from, but for one page
 in ``audit_every``.
 
 A page whose text must not depend on timing (its dispatch is one whose order the
-crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura and learnt
-from, as in an audit: which pages a template reads otherwise depends on the order
-extractions finish in.
+crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura: which
+pages a template reads otherwise depends on the order extractions finish in.  On a
+host with a template it counts as a templated page, and is learnt from where an
+audit is due: naming and scoring the elements of every such page (a walk of the
+page for each) buys evidence the audits already gather.
 
 The worker falls back to trafilatura on its own where the element is missing or
 is mostly links (a hub or an index page); such a page says nothing for or
@@ -83,16 +85,16 @@ class Templates:
 
     def options_for(self, url: str, options: ExtractOptions, read: bool = True) -> ExtractOptions:
         """The options to extract *url* with: the host's template, or learning, or neither.
-        With *read* false the page is not read from a template (trafilatura's text, as in
-        an audit, counting for no audit)."""
+        With *read* false the page is not read from a template: trafilatura's text, which
+        counts as a templated page, learnt from where an audit is due."""
         host = self._host(url)
         host.pages += 1
-        if host.template is not None and not read:
-            return replace(options, template=None, learn_template=True)
         if host.template is not None:
             host.templated += 1
             if self._audit_due(host.templated):  # an audit: trafilatura, and learn
                 return replace(options, template=None, learn_template=True)
+            if not read:  # trafilatura's text; naming its elements is an audit's cost
+                return options
             return replace(options, template=host.template, learn_template=True)
         if host.pages == 1:  # a host's first page has nothing to agree with yet
             return options
