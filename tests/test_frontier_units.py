@@ -16,7 +16,7 @@ from scrapy_focus.frontier.link_model import LinkModel
 from scrapy_focus.frontier.link_scorer import LinkScorer
 from scrapy_focus.frontier.politeness import Politeness, parse_retry_after
 from scrapy_focus.frontier.store_local import LmdbFrontierStore
-from scrapy_focus.frontier.terms import Topic, term_counts, terms
+from scrapy_focus.frontier.terms import LinkTerms, Topic, term_counts, terms
 from scrapy_focus.state import LinkContext
 from scrapy_focus.urls import Scope
 
@@ -522,3 +522,38 @@ def test_a_link_in_the_navigation_first_is_described_by_its_place_in_the_content
     assert link["faq.html"]["context"] == "Read the questions first."
     # a link found only in the navigation keeps what the navigation says
     assert link["items.html"] == {"anchor": "Items", "title": "", "context": "Items", "heading": ""}
+
+
+def test_link_terms_count_each_link_once_however_often_it_says_a_word():
+    counted = LinkTerms()
+    assert counted.idf("rust") == counted.idf("test")  # nothing read: every word alike
+    counted.observe(["Testing tools: tests and test runners", "a testing guide", "Rust"])
+    assert counted.links == 3
+    assert counted.freq["test"] == 2
+    assert counted.idf("cargo") > counted.idf("rust") > counted.idf("test") > 1.0
+
+
+def test_a_topic_word_every_link_carries_stops_outranking_a_rarer_one():
+    # A portal's links all say "testing"; one names the language the topic is about.
+    # Before any link is read the shared word wins; once the portal's links are read
+    # it tells them apart no more than a stop word, and the language's name decides.
+    scorer = LinkScorer(Topic("testing rust code: cargo test, unit tests and integration tests"))
+    portal = {
+        "http://python.test/": "Python: unit testing frameworks and test support",
+        "http://django.test/": "Django: testing tools and writing tests",
+        "http://node.test/": "Node.js: the test runner and assertions for testing",
+        "http://scrapy.test/": "Scrapy: testing spiders with contracts",
+        "http://postgres.test/": "PostgreSQL: the regression tests",
+        "http://rust.test/": "Rust",
+    }
+
+    def ranking() -> list[str]:
+        score = {
+            url: scorer.score(LinkContext(url=url, anchor=anchor, parent_url="http://portal.test/"))
+            for url, anchor in portal.items()
+        }
+        return sorted(portal, key=lambda url: score[url].score, reverse=True)
+
+    assert ranking()[-1] == "http://rust.test/"
+    scorer.observe_links({url: {"anchor": anchor} for url, anchor in portal.items()})
+    assert ranking()[0] == "http://rust.test/"

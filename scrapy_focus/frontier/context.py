@@ -2,27 +2,24 @@
 
 A spider middleware, so any spider gains it:
 
-* before the callback, it scores the page's relevance (once, from its
-  extraction), stores it in the request state (``state.relevance``,
-  :mod:`scrapy_focus.state`), teaches the link model what the link that led
-  here was worth (nothing, when the response is not a page: an image, a
-  source file; when the page is not there: a 404; or when it is a page the
-  crawl read at another URL: :mod:`.copies`), and sends
+* before the callback, it scores the page's relevance (once, from its extraction),
+  stores it in the request state (``state.relevance``, :mod:`scrapy_focus.state`),
+  teaches the link model what the link that led here was worth (nothing, when the
+  response is not a page: an image, a source file; when the page is not there: a 404;
+  or when it is a page the crawl read at another URL: :mod:`.copies`), and sends
   :data:`~scrapy_focus.signals.page_scored`;
-* for every request the callback yields, it sets the state's link context
-  (``state.link``, a :class:`~scrapy_focus.state.LinkContext`): anchor text,
-  title/alt, the text around the link, the nearest heading (found in the parent
-  page when the spider did not say: an anchor, title, context or heading the
-  spider put in ``meta["focus"]`` itself wins), the parent's URL and
-  relevance, the shark-search inheritance and the distance from the last
-  relevant ancestor; a request to a page the frontier is done with (fetched,
-  in flight or refused) it drops, as the frontier would (:mod:`.known`);
+* for every request the callback yields, it sets the state's link context (``state.link``,
+  a :class:`~scrapy_focus.state.LinkContext`): anchor text, title/alt, the text around
+  the link, the nearest heading (found in the parent page when the spider did not say:
+  an anchor, title, context or heading the spider put in ``meta["focus"]`` itself wins),
+  the parent's URL and relevance, the shark-search inheritance and the distance from
+  the last relevant ancestor; the link scorer counts the words of the page's links
+  (``LinkScorer.observe_links``); a request to a page the frontier is done with
+  (fetched, in flight or refused) it drops, as the frontier would (:mod:`.known`);
 * page items without a relevance get it;
-* when the callback's output is exhausted it sends
-  :data:`~scrapy_focus.signals.page_done` with a
-  :class:`~scrapy_focus.signals.PageOutput` counting the requests the
-  scheduler has yet to receive; the frontier releases its lease on the
-  request once it has them all.
+* when the callback's output is exhausted it sends :data:`~scrapy_focus.signals.page_done`
+  with a :class:`~scrapy_focus.signals.PageOutput` counting the requests the scheduler
+  has yet to receive; the frontier releases its lease on the request once it has them all.
 """
 
 from __future__ import annotations
@@ -334,6 +331,8 @@ class LinkContextMiddleware:
             return {}
         reader = ContextReader()
         anchors = anchors_of(response, self.max_links, reader)
+        if self.model.scorer is not None:
+            self.model.scorer.observe_links(anchors)
         self.stats.inc_value("focus/links/context_chars", reader.examined)
         if reader.spent:
             self.stats.inc_value("focus/links/context_budget_spent")

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from scrapy_focus.frontier.link_model import LinkModel, url_groups
-from scrapy_focus.frontier.terms import Topic, terms, url_terms
+from scrapy_focus.frontier.terms import LinkTerms, Topic, terms, url_terms
 from scrapy_focus.state import LinkContext
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ SEMANTIC_WEIGHT = 0.5
 _SEMANTIC_WARMUP = 20
 
 _NOT_WORD = re.compile(r"[\W_]+")
+#: What describes a link, as the link context reads it.
+_DESCRIBED = ("anchor", "title", "heading", "context")
 
 
 class LinkScorer:
@@ -103,6 +106,15 @@ class LinkScorer:
         # url of a fetched page → where the link to it was found and its prior,
         # and the best relevance it was credited with
         self._fetched: OrderedDict[str, _Trained] = OrderedDict()
+        self.link_terms = LinkTerms()
+
+    def observe_links(self, links: Mapping[str, Mapping[str, str]]) -> None:
+        """A page's links as the link context read them (URL → anchor, title, heading,
+        context): the anchor and context readings weigh a topic word by how few of
+        the crawl's links carry it (:class:`LinkTerms`)."""
+        self.link_terms.observe(
+            " ".join(link.get(part, "") for part in _DESCRIBED) for link in links.values()
+        )
 
     def inherited(self, link: LinkContext) -> float:
         """Shark-search: a relevant parent hands down its relevance, decayed; an
@@ -118,11 +130,17 @@ class LinkScorer:
         return self._prior(link, *self._readings(link))
 
     def _readings(self, link: LinkContext) -> tuple[float, float, float]:
-        """How much the link's anchor (and title), neighbourhood and URL match the topic."""
+        """How much the link's anchor (and title), neighbourhood and URL match the topic;
+        the words of the first two weighed by their rarity among the crawl's links."""
         anchor = terms(f"{link.anchor} {link.title}")
         neighbourhood = terms(f"{link.heading} {link.context}")
-        anchor_sim = self._match(anchor, self.topic.similarity, self.topic.coverage)
-        context_sim = self.topic.similarity(neighbourhood)
+        links = self.link_terms
+        anchor_sim = self._match(
+            anchor,
+            lambda words: self.topic.similarity(words, links),
+            lambda words: self.topic.coverage(words, links),
+        )
+        context_sim = self.topic.similarity(neighbourhood, links)
         url_sim = self._match(url_terms(link.url), self.topic.coverage)
         return anchor_sim, context_sim, url_sim
 

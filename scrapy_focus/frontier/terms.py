@@ -2,6 +2,8 @@
 
 * :func:`terms` turns text into lower-cased, stemmed words without stop words;
   :func:`url_terms` does the same for a URL's path and query.
+* :class:`LinkTerms` counts how many of the crawl's links carry each term, so
+  that a word every link of a site carries stops telling links apart.
 * :class:`Topic` turns the user's topic text (and example pages) into a
   weighted term profile; IDF statistics are learned from the pages the crawl
   reads, so common words of *this* site stop counting as topical.
@@ -87,6 +89,57 @@ def url_terms(url: str) -> list[str]:
     return terms(unquote(f"{parts.path} {parts.query}").replace("-", " ").replace(".", " "))
 
 
+#: Link texts whose terms :class:`LinkTerms` keeps (about 10 MiB at most).
+_TEXTS_MEMO = 10_000
+
+
+class LinkTerms:
+    """How many of the links the crawl has read carry each term: an IDF over links.
+
+    A word that most links of a site carry ("rust" on Rust's shelf of books, "testing"
+    on a portal of testing guides, the words of a sidebar on every page) tells one link
+    from another no more than a stop word does, however central to the topic; a word
+    one link in a hundred carries tells much.  The pages' IDF (:meth:`Topic.idf`)
+    cannot say so early: after one page every word of that page has the same.  A
+    page's links can: each link of a page (one per URL) is a document, with the words
+    that describe it (anchor, title, heading and the text around it), so the seed's
+    links already weigh its words.
+    """
+
+    def __init__(self) -> None:
+        self.links = 0
+        self.freq: Counter[str] = Counter()
+        # pages whose links were counted: a topic profile weighed by these counts is
+        # computed again when it changes (:meth:`Topic.similarity`)
+        self.generation = 0
+        # a site's pages repeat their navigation: each text's terms are found once
+        self._terms: dict[str, tuple[str, ...]] = {}
+        self._idf: dict[str, float] = {}  # until the next page's links are counted
+
+    def observe(self, texts: Iterable[str]) -> None:
+        """Count one page's links, each described by one of *texts*."""
+        self.generation += 1
+        self._idf.clear()
+        known = self._terms
+        for text in texts:
+            found = known.get(text)
+            if found is None:
+                if len(known) >= _TEXTS_MEMO:
+                    known.clear()
+                found = known[text] = tuple(term_counts(text))
+            self.links += 1
+            self.freq.update(found)
+
+    def idf(self, term: str) -> float:
+        """Smoothed as :meth:`Topic.idf`: the same for every term before any link is
+        read, and about 1.0 for a term every link carries."""
+        value = self._idf.get(term)
+        if value is None:
+            value = math.log((self.links + 2) / (self.freq.get(term, 0) + 1)) + 1.0
+            self._idf[term] = value
+        return value
+
+
 class Topic:
     """A weighted term profile of what the user asked for, with learned IDF."""
 
@@ -98,6 +151,7 @@ class Topic:
         self.doc_count = 0
         self.doc_freq: Counter[str] = Counter()
         self._profile: tuple[int, dict[str, float], float] | None = None
+        self._link_profile: tuple[tuple[int, int], dict[str, float], float] | None = None
         self._compounds: dict[str, tuple[str, ...]] = {}  # term → the topic terms it holds
         for example in examples:
             self.add_example(example)
@@ -124,14 +178,23 @@ class Topic:
     def profile(self) -> dict[str, float]:
         return self._cached_profile()[0]
 
-    def _cached_profile(self) -> tuple[dict[str, float], float]:
-        # IDF drifts slowly: recompute the weighted profile every 32 pages read.
+    def _cached_profile(self, links: LinkTerms | None = None) -> tuple[dict[str, float], float]:
+        # IDF drifts slowly: recompute the weighted profile every 32 pages read (and,
+        # weighed by an IDF over links, whenever a page's links were counted).
         generation = self.doc_count // 32
         if self._profile is None or self._profile[0] != generation:
             weights = self._weights()
             norm = math.sqrt(sum(w * w for w in weights.values()))
             self._profile = (generation, weights, norm)
-        return self._profile[1], self._profile[2]
+            self._link_profile = None
+        if links is None:
+            return self._profile[1], self._profile[2]
+        key = (id(links), links.generation)
+        if self._link_profile is None or self._link_profile[0] != key:
+            weights = {term: w * links.idf(term) for term, w in self._profile[1].items()}
+            norm = math.sqrt(sum(w * w for w in weights.values()))
+            self._link_profile = (key, weights, norm)
+        return self._link_profile[1], self._link_profile[2]
 
     def _weights(self) -> dict[str, float]:
         weights: dict[str, float] = {}
@@ -169,19 +232,22 @@ class Topic:
             out.extend(cache[term] or (term,))
         return out
 
-    def similarity(self, text_terms: Iterable[str]) -> float:
-        """Cosine of IDF-weighted term vectors, in [0, 1]."""
-        return self.count_similarity(Counter(text_terms))
+    def similarity(self, text_terms: Iterable[str], links: LinkTerms | None = None) -> float:
+        """Cosine of IDF-weighted term vectors, in [0, 1]; with *links*, each term's
+        weight in both vectors is also multiplied by its IDF over links."""
+        return self.count_similarity(Counter(text_terms), links)
 
-    def count_similarity(self, counts: Counter[str]) -> float:
+    def count_similarity(self, counts: Counter[str], links: LinkTerms | None = None) -> float:
         """:meth:`similarity` of terms already counted (``Counter(text_terms)``)."""
         if not counts:
             return 0.0
-        profile, norm_topic = self._cached_profile()
+        profile, norm_topic = self._cached_profile(links)
         dot = 0.0
         norm_doc = 0.0
         for term, count in counts.items():
             weight = (1.0 + math.log(count)) * self.idf(term)
+            if links is not None:
+                weight *= links.idf(term)
             norm_doc += weight * weight
             if term in profile:
                 dot += weight * profile[term]
@@ -189,12 +255,13 @@ class Topic:
             return 0.0
         return dot / (math.sqrt(norm_doc) * norm_topic)
 
-    def coverage(self, text_terms: Iterable[str]) -> float:
-        """IDF-weighted share of the topic's query terms present in *text_terms*."""
+    def coverage(self, text_terms: Iterable[str], links: LinkTerms | None = None) -> float:
+        """IDF-weighted share of the topic's query terms present in *text_terms* (each
+        weight also multiplied by its IDF over *links*, with them)."""
         present = set(text_terms)
         total = covered = 0.0
         for term in self._query or self._examples:
-            weight = self.idf(term)
+            weight = self.idf(term) * (links.idf(term) if links is not None else 1.0)
             total += weight
             if term in present:
                 covered += weight
