@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from scrapy_focus.frontier.link_model import LinkModel, url_groups
@@ -71,6 +71,9 @@ SEMANTIC_SPAN = 0.4
 SEMANTIC_WEIGHT = 0.5
 #: Links whose cosines are seen before the crawl's mean is trusted as the floor.
 _SEMANTIC_WARMUP = 20
+
+#: A topic's measure of a link's terms (:meth:`Topic.similarity`, :meth:`Topic.coverage`).
+_Measure = Callable[[list[str], LinkTerms | None], float]
 
 _NOT_WORD = re.compile(r"[\W_]+")
 #: What describes a link, as the link context reads it.
@@ -134,14 +137,10 @@ class LinkScorer:
         the words of the first two weighed by their rarity among the crawl's links."""
         anchor = terms(f"{link.anchor} {link.title}")
         neighbourhood = terms(f"{link.heading} {link.context}")
-        links = self.link_terms
-        anchor_sim = self._match(
-            anchor,
-            lambda words: self.topic.similarity(words, links),
-            lambda words: self.topic.coverage(words, links),
-        )
-        context_sim = self.topic.similarity(neighbourhood, links)
-        url_sim = self._match(url_terms(link.url), self.topic.coverage)
+        topic, links = self.topic, self.link_terms
+        anchor_sim = self._match(anchor, links, topic.similarity, topic.coverage)
+        context_sim = topic.similarity(neighbourhood, links)
+        url_sim = self._match(url_terms(link.url), None, topic.coverage)
         return anchor_sim, context_sim, url_sim
 
     def _prior(self, link: LinkContext, anchor: float, context: float, url: float) -> float:
@@ -170,14 +169,15 @@ class LinkScorer:
             ANCHOR_WEIGHT * gaps[0] + CONTEXT_WEIGHT * gaps[1] + URL_WEIGHT * gaps[2]
         )
 
-    def _match(self, link_terms: list[str], *measures: Any) -> float:
-        """The best of *measures* on the link's own terms, or, at COMPOUND_WEIGHT,
-        on the same terms with compounds of topic terms expanded (:meth:`Topic.expand`)."""
-        exact = max(measure(link_terms) for measure in measures)
+    def _match(self, link_terms: list[str], links: LinkTerms | None, *measures: _Measure) -> float:
+        """The best of *measures* (weighing words by their rarity among *links*, with
+        them) on the link's own terms, or, at COMPOUND_WEIGHT, on the same terms with
+        compounds of topic terms expanded (:meth:`Topic.expand`)."""
+        exact = max(measure(link_terms, links) for measure in measures)
         expanded = self.topic.expand(link_terms)
         if expanded == link_terms:
             return exact
-        return max(exact, COMPOUND_WEIGHT * max(measure(expanded) for measure in measures))
+        return max(exact, COMPOUND_WEIGHT * max(measure(expanded, links) for measure in measures))
 
     def meaning(self, link: LinkContext) -> tuple[float, float, float]:
         """How near the link's anchor (and title), the text around it and its
