@@ -12,6 +12,8 @@ without crawling again:
 ``directory``           each score blended with the mean score of the pages of its URL
                         directory fetched so far (structure learnt from the crawl);
 ``parent``              blended with the best score among fetched pages linking to it;
+``parent via links …``   the same, only for pages few of the fetched pages link to (a link
+                        most pages carry is navigation, not the content's);
 ``self-trained``        blended with an online logistic regression over URL tokens, trained
                         every 10 pages on the crawl's own top-scored fifth as positives
                         (pseudo-labels: no ground truth; the URL tokens' IDF is over the
@@ -280,19 +282,35 @@ def directory(text: str, docs: list[Doc], share: float = 0.5) -> list[float]:
 
 
 def parent(text: str, docs: list[Doc], share: float = 0.4) -> list[float]:
+    return _parent(text, docs, share, navigation=None)
+
+
+def content_parent(navigation: float) -> Scorer:
+    """The parent blend, only for a page that at most *navigation* of the pages fetched
+    before it link to (at least 3): a link most pages carry is navigation."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        return _parent(text, docs, 0.4, navigation)
+
+    return score
+
+
+def _parent(text: str, docs: list[Doc], share: float, navigation: float | None) -> list[float]:
     scores = text_only(text, docs)
     final: dict[str, float] = {}
     linked_from: dict[str, list[str]] = defaultdict(list)
     out = []
-    for doc, score in zip(docs, scores, strict=True):
+    for fetched, (doc, score) in enumerate(zip(docs, scores, strict=True)):
         parents = linked_from.get(doc.key)
+        if parents and navigation is not None and len(parents) > max(3, navigation * fetched):
+            parents = None
         value = (
             score if not parents else (1 - share) * score + share * max(final[p] for p in parents)
         )
         final[doc.key] = value
         out.append(value)
         site, _, path = doc.key.partition("/")
-        for link in _page_links(SITES[site], path) if site in SITES else ():
+        for link in set(_page_links(SITES[site], path)) if site in SITES else ():
             linked_from[f"{site}/{link}"].append(doc.key)
     return out
 
@@ -483,6 +501,8 @@ SCORERS: dict[str, Scorer] = {
     "text only": text_only,
     "directory": directory,
     "parent": parent,
+    "parent via links at most a fifth of the fetched pages carry": content_parent(0.2),
+    "parent via links at most a tenth of the fetched pages carry": content_parent(0.1),
     "self-trained": self_trained,
     "IDF frozen after 30 pages": background(weighted=False, frozen=30),
     "IDF of the background (pages weighted 1 - relevance)": background(weighted=True),
