@@ -12,7 +12,7 @@ without crawling again:
 ``directory``           each score blended with the mean score of the pages of its URL
                         directory fetched so far (structure learnt from the crawl);
 ``parent``              blended with the best score among fetched pages linking to it;
-``parent via links …``   the same, only for pages few of the fetched pages link to (a link
+``parent via links …``  the same, only for pages few of the fetched pages link to (a link
                         most pages carry is navigation, not the content's);
 ``self-trained``        blended with an online logistic regression over URL tokens, trained
                         every 10 pages on the crawl's own top-scored fifth as positives
@@ -281,21 +281,12 @@ def directory(text: str, docs: list[Doc], share: float = 0.5) -> list[float]:
     return out
 
 
-def parent(text: str, docs: list[Doc], share: float = 0.4) -> list[float]:
-    return _parent(text, docs, share, navigation=None)
-
-
-def content_parent(navigation: float) -> Scorer:
-    """The parent blend, only for a page that at most *navigation* of the pages fetched
-    before it link to (at least 3): a link most pages carry is navigation."""
-
-    def score(text: str, docs: list[Doc]) -> list[float]:
-        return _parent(text, docs, 0.4, navigation)
-
-    return score
-
-
-def _parent(text: str, docs: list[Doc], share: float, navigation: float | None) -> list[float]:
+def parent(
+    text: str, docs: list[Doc], share: float = 0.4, navigation: float | None = None
+) -> list[float]:
+    """Each score blended (*share*) with the best blended score among the fetched pages
+    linking to it; with *navigation*, only where at most that share of the pages fetched
+    before it (or at most 3 of them) link to it: a link most pages carry is navigation."""
     scores = text_only(text, docs)
     final: dict[str, float] = {}
     linked_from: dict[str, list[str]] = defaultdict(list)
@@ -501,8 +492,12 @@ SCORERS: dict[str, Scorer] = {
     "text only": text_only,
     "directory": directory,
     "parent": parent,
-    "parent via links at most a fifth of the fetched pages carry": content_parent(0.2),
-    "parent via links at most a tenth of the fetched pages carry": content_parent(0.1),
+    "parent via links at most a fifth of the fetched pages carry": functools.partial(
+        parent, navigation=0.2
+    ),
+    "parent via links at most a tenth of the fetched pages carry": functools.partial(
+        parent, navigation=0.1
+    ),
     "self-trained": self_trained,
     "IDF frozen after 30 pages": background(weighted=False, frozen=30),
     "IDF of the background (pages weighted 1 - relevance)": background(weighted=True),
