@@ -236,6 +236,7 @@ class FocusRuntime:
             return None
         from twisted.internet import reactor
 
+        from scrapy_focus import signals as focus_signals
         from scrapy_focus.frontier.hosts import engine_waker
         from scrapy_focus.frontier.ordering import OrderGate
 
@@ -253,6 +254,9 @@ class FocusRuntime:
             inprogress = getattr(getattr(crawler.engine, "_slot", None), "inprogress", None)
             return isinstance(inprogress, set) and request in inprogress
 
+        def on_ordered(request: Request) -> None:
+            crawler.signals.send_catch_log(focus_signals.ordered_dispatch, request=request)
+
         whole = config.reproducible_order
         return OrderGate(
             config.concurrency if whole else min(config.concurrency, config.ordered_window),
@@ -264,6 +268,7 @@ class FocusRuntime:
             engine_starting,
             limit=0 if whole else config.ordered_start,
             engine_holds=engine_holds,
+            on_ordered=on_ordered,
         )
 
     # -- corpus

@@ -16,6 +16,14 @@
     dropped); an item that failed in a pipeline (a full disk) keeps the lease,
     so a resumed crawl reads the page again rather than lose its item.
 
+``ordered_dispatch(request)``
+    The frontier handed out *request* as a dispatch whose order it keeps (the
+    ordered start, or ``FOCUS_REPRODUCIBLE_ORDER``): its evidence goes in at its
+    turn, so what a component decides for it that could change what the page
+    brings must be decided now, from the evidence in so far, not when its
+    response happens to arrive (the extraction's template,
+    :mod:`scrapy_focus.extract.templates`).
+
 Which output a yielded request, or a page's item, belongs to is kept by
 :class:`PageOutputs` (one per crawl, ``FocusRuntime.of(crawler).page_outputs``),
 by object: nothing of it travels in ``request.meta`` or is stored
@@ -29,6 +37,7 @@ from weakref import WeakKeyDictionary
 
 page_scored = object()
 page_done = object()
+ordered_dispatch = object()
 
 
 class PageOutput:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
 
+    from scrapy_focus.extract.options import ExtractOptions
     from scrapy_focus.extract.page import Extraction
 
 META_KEY = "focus"
@@ -110,6 +111,8 @@ class Extracted:
     error: str | None = None  # the worker's error, for quarantine
     worker: str | None = None  # the worker ("pid:thread") that extracted it
     seconds: float | None = None  # wall time of the extraction, queueing in the pool included
+    #: Whether the host's template has learnt from it (at the response's turn).
+    learnt: bool = False
 
 
 @dataclass
@@ -147,6 +150,9 @@ class FocusState:
     scored: bool = False
     #: Whether the next engine is another browser: then a thin page goes on to it.
     other_browser_next: bool = False
+    #: How to extract the page of ``url``, decided when it was handed out in a kept
+    #: order: ``(url, options)`` (ExtractionMiddleware; never recorded).
+    extract_plan: tuple[str, ExtractOptions] | None = field(default=None, repr=False)
 
     # -- attempts
 

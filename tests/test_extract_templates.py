@@ -219,25 +219,6 @@ def test_audits_come_less_often_while_they_agree_and_a_disagreeing_one_ends_the_
     assert templates.options_for(url, options).learn_template
 
 
-def test_a_page_whose_order_is_kept_is_not_read_from_the_template_and_audits_on_its_turn():
-    templates, options, url = _confirmed(), ExtractOptions(), "http://docs.example/"
-    audits = []
-    for page in range(1, 21):  # trafilatura's text, each counting as a templated page
-        sent = templates.options_for(url, options, read=False)
-        assert sent.template is None
-        if sent.learn_template:  # an audit's turn: its elements are named
-            audits.append(page)
-            assert templates.learn(url, _learnt(0.99)).event is None
-        else:
-            assert sent == options
-    assert audits == [8, 16]
-    # the pages read from the template go on with the same count
-    sent = [templates.options_for(url, options).template for _ in range(12)]
-    assert sent == ["//main"] * 11 + [None]  # the 32nd
-    # and an audit that disagrees ends the template
-    assert templates.learn(url, _learnt(0.5)).event == "revoked"
-
-
 def test_a_host_that_never_agrees_is_learnt_from_less_and_hosts_are_bounded():
     templates, options, url = Templates(confirm=3, audit_every=8), ExtractOptions(), "http://x/"
     learnt = 0
@@ -259,7 +240,7 @@ def test_a_host_that_never_agrees_is_learnt_from_less_and_hosts_are_bounded():
 TOPIC = "comets and their orbits"
 PAGES = 40
 CHANGE = 14  # from this page on, the main text moves out of the learnt element
-ORDERED = 8  # the crawl's first dispatches, in order: never read from the element
+ORDERED = 8  # the crawl's first dispatches, in order: their template chosen at dispatch
 _WORDS = (
     "comet orbit tail nucleus coma perihelion aphelion dust ice gas sun planet ellipse "
     "period halley encke jupiter observer telescope night bright faint return century"
@@ -322,15 +303,16 @@ def test_a_crawl_reads_its_pages_from_the_learnt_element_until_an_audit_disagree
     # learnt again (the article now)
     assert stats["focus/extract/templates/confirmed"] == 2
     assert stats["focus/extract/templates/revoked"] == 1
-    # One page at a time, so the count is exact. The host's first response (robots.txt's
-    # 404 page) has nothing to agree with; confirmed on pages 0-2; pages 3-7 are
-    # dispatches of the ordered start (trafilatura's, each counted as a templated page,
-    # none on an audit's turn); 8-9 templated, 10 the 8th page (an audit: it agrees),
-    # 11-13 templated; on 14-17 the element holds a teaser too short to read
-    # (trafilatura's text, which says nothing for or against the template); 18 the 16th
-    # page, an audit (it disagrees, and the article agrees: the first of three), 19-20
-    # learnt, 21-39 templated but the audits at 28 and 36.
-    assert stats["focus/extract/templated"] == 5 + 19 - 2
+    # One page at a time, so the count is exact. Page 0's template is chosen when it is
+    # handed out, as the host's first page (nothing to agree with); robots.txt's 404 page
+    # says nothing; confirmed on pages 1-3, at page 3's turn, so that page 4, the ordered
+    # start's too, is read from the element: the ordered start's pages are chosen for at
+    # their dispatch, from the pages learnt so far, so they may be read. Templated: 4-10,
+    # 11 the 8th page (an audit: it agrees), 12-13; on 14-18 the element holds a teaser
+    # too short to read (trafilatura's text, which says nothing for or against the
+    # template); 19 the 16th page, an audit (it disagrees, and the article agrees: the
+    # first of three), 20-21 learnt, 22-39 templated but the audits at 29 and 37.
+    assert stats["focus/extract/templated"] == 9 + 16
     for n, item in pages.items():
         text = item["markdown"]
         reference = extract_page(_page(n), item["url"], "text/html").markdown
@@ -339,6 +321,81 @@ def test_a_crawl_reads_its_pages_from_the_learnt_element_until_an_audit_disagree
         assert "Side topic" not in text and "Copyright" not in text
     # the last pages were read from the element learnt after the change
     assert pages[PAGES - 1]["markdown"].startswith(f"# Comet orbits, part {PAGES - 1}")
+
+
+BRANCHES = 30  # pages of a tree: page n links to 2n+1 and 2n+2
+
+
+def _tree_page(n: int) -> bytes:
+    # a paragraph of a link, which the element reads and trafilatura leaves out
+    links = "".join(
+        f'<p><a href="/t/{k}.html">Comet orbits, part {k}</a></p>'
+        for k in ((n - 1) // 2, 2 * n + 1, 2 * n + 2)
+        if 0 <= k < BRANCHES and k != n
+    )
+    body = "".join(f"<p>{p}</p>" for p in _prose(n))
+    return (
+        f"<!DOCTYPE html><html><head><title>Comets {n}</title></head><body>"
+        f'<header><a href="#top">Comets home</a></header><div class="page">'
+        f'<div role="main"><h1>Comet orbits, part {n}</h1>{body}{links}</div>'
+        f"</div><footer>Copyright the comet society</footer></body></html>"
+    ).encode()
+
+
+def _tree_route(pattern: int):
+    """The comet pages as a tree, each answered after 0-80 ms that *pattern* shuffles:
+    two runs see their responses, and so their extractions, finish in other orders."""
+
+    def route(request: FarmRequest) -> Page | None:
+        if not (request.path.startswith("/t/") and request.path.endswith(".html")):
+            return None
+        n = int(request.path[3:-5])
+        if not 0 <= n < BRANCHES:
+            return None
+        return Page(_tree_page(n), delay=0.02 * ((n * 7 + pattern * 3) % 5))
+
+    return route
+
+
+def _tree_crawl(tmp_path: Path, pattern: int) -> tuple[list[str], set[str]]:
+    """The pages in the order they were read, and those read from the element (whose
+    Markdown is not trafilatura's)."""
+    settings = {
+        "CONCURRENT_REQUESTS": 4,
+        "DOWNLOAD_DELAY": 0,
+        "FOCUS_EXTRACT_WORKERS": 2,
+        "FOCUS_MIN_CONFIDENCE": 0.0,
+        "FOCUS_EXTRACT_TEMPLATES": True,
+        "FOCUS_ORDERED_START": 64,  # every page of the crawl
+    }
+    workdir = tmp_path / f"run-{pattern}"
+    workdir.mkdir()
+    with Farm(route=_tree_route(pattern)) as farm:
+        result = run_focus_crawl(workdir, [farm.url("/t/0.html")], TOPIC, settings)
+        prefix = farm.base
+    assert result.returncode == 0, result.log[-3000:]
+    assert "focus/order/forced" not in result.stats
+    order = [item["url"].removeprefix(prefix) for item in result.items]
+    read = set()
+    for item in result.items:
+        path = item["url"].removeprefix(prefix)
+        body = _tree_page(int(path[3:-5]))
+        if item["markdown"] != extract_page(body, item["url"], "text/html").markdown:
+            read.add(path)
+    return order, read
+
+
+def test_in_the_ordered_start_the_element_reads_the_same_pages_whatever_finishes_first(
+    tmp_path: Path,
+):
+    # The template is chosen for a page when it is handed out, and learnt from at each
+    # page's turn: which pages the element reads is the evidence's, not the timing's.
+    first_order, first_read = _tree_crawl(tmp_path, 1)
+    second_order, second_read = _tree_crawl(tmp_path, 2)
+    assert len(first_order) == BRANCHES
+    assert first_order == second_order
+    assert first_read == second_read
+    assert len(first_read) >= BRANCHES // 2, sorted(first_read)
 
 
 def test_the_worker_reads_the_template_and_falls_back_to_trafilatura_without_it():
@@ -363,7 +420,7 @@ def test_the_worker_reads_the_template_and_falls_back_to_trafilatura_without_it(
     assert extract_page(short, "http://x/", None, ExtractOptions(template=main)).container is None
 
 
-def test_templates_are_on_by_default_and_off_with_a_reproducible_order():
+def test_templates_are_on_by_default_with_a_reproducible_order_too():
     from scrapy.settings import Settings
 
     from scrapy_focus.config import FocusConfig
@@ -371,5 +428,5 @@ def test_templates_are_on_by_default_and_off_with_a_reproducible_order():
     assert FocusConfig.from_settings(Settings()).extract.templates
     off = Settings({"FOCUS_EXTRACT_TEMPLATES": False})
     assert not FocusConfig.from_settings(off).extract.templates
-    ordered = Settings({"FOCUS_EXTRACT_TEMPLATES": True, "FOCUS_REPRODUCIBLE_ORDER": True})
-    assert not FocusConfig.from_settings(ordered).extract.templates
+    ordered = Settings({"FOCUS_REPRODUCIBLE_ORDER": True})
+    assert FocusConfig.from_settings(ordered).extract.templates

@@ -127,6 +127,20 @@ def test_a_retry_that_comes_back_early_is_queued_at_its_turn():
     assert gate.order.settled == 2  # the retry is the dispatch's evidence
 
 
+def test_the_dispatches_whose_order_is_kept_are_announced_as_they_are_made():
+    announced: list[str] = []
+    gate = OrderGate(
+        2, 0.0, Wakes(), lambda: False, get_crawler().stats, Clock(), limit=3,
+        on_ordered=lambda request: announced.append(request.url),
+    )  # fmt: skip
+    first, second = dispatch(gate, 2)
+    assert announced == [first.url, second.url]
+    gate.settle(first)
+    third, fourth = dispatch(gate, 2)  # the fourth is past the ordered start
+    assert announced == [first.url, second.url, third.url]
+    assert gate.keeps_order_of(third) and not gate.keeps_order_of(fourth)
+
+
 def test_a_request_that_is_no_dispatch_passes():
     gate, _, _ = gate_of(2)
     dispatch(gate, 2)

@@ -185,8 +185,8 @@ def _extract(read: _Reader) -> ExtractConfig:
             cascade_confidence=read("FOCUS_EXTRACT_CASCADE_CONFIDENCE"),
             prune_min_links=read("FOCUS_EXTRACT_PRUNE_LINKS"),
         ),
-        cpu_time=(ordered := read("FOCUS_REPRODUCIBLE_ORDER")),
-        templates=read("FOCUS_EXTRACT_TEMPLATES") and not ordered,
+        cpu_time=read("FOCUS_REPRODUCIBLE_ORDER"),
+        templates=read("FOCUS_EXTRACT_TEMPLATES"),
     )
 
 

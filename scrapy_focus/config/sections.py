@@ -59,8 +59,7 @@ class ExtractConfig:
     # the limit counts the worker's CPU time, not the wall clock (FOCUS_REPRODUCIBLE_ORDER)
     cpu_time: bool = False
     # each host's main-text element learnt and read in place of trafilatura
-    # (FOCUS_EXTRACT_TEMPLATES; off with FOCUS_REPRODUCIBLE_ORDER: what a page's text is
-    # would depend on the order the extractions finish in)
+    # (FOCUS_EXTRACT_TEMPLATES)
     templates: bool = True
 
 

@@ -29,18 +29,21 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from scrapy_focus import signals as focus_signals
 from scrapy_focus.engines.judge import ResponseJudge
 from scrapy_focus.extract.pool import ExtractionPool, ExtractionResult
 from scrapy_focus.extract.templates import Templates
 from scrapy_focus.runtime import FocusRuntime
-from scrapy_focus.state import Extracted, state_of
+from scrapy_focus.state import Extracted, peek, state_of
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
+    from scrapy_focus.extract.options import ExtractOptions
     from scrapy_focus.extract.page import Extraction
+    from scrapy_focus.state import FocusState
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +72,9 @@ class ExtractionMiddleware:
         )
         crawler.signals.connect(self.on_spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.on_spider_closed, signal=signals.spider_closed)
+        if self.templates is not None:
+            crawler.signals.connect(self.on_ordered_dispatch, signal=focus_signals.ordered_dispatch)
+            crawler.signals.connect(self.on_response_received, signal=signals.response_received)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -107,9 +113,7 @@ class ExtractionMiddleware:
             self.stats.inc_value(f"focus/extract/skipped/{kind}")
             return response
         content_type = response.headers.get(b"Content-Type")
-        options = self.config.options
-        if self.templates is not None:
-            options = self.templates.options_for(response.url, options, self._may_read(request))
+        options = self._options(request, response, state)
         result = await maybe_deferred_to_future(
             self.pool.submit(
                 response.body,
@@ -118,8 +122,6 @@ class ExtractionMiddleware:
                 options,
             )
         )
-        if self.templates is not None and result.extraction is not None:
-            self._learn(response.url, result.extraction)
         state.extracted = Extracted(
             extraction=result.extraction,
             failure=result.failure,
@@ -149,12 +151,39 @@ class ExtractionMiddleware:
         if result.extraction is not None and result.extraction.escalated:
             self.stats.inc_value(f"focus/extract/cascade/{result.extraction.escalated}")
 
-    def _may_read(self, request: Request) -> bool:
-        """Whether the page may be read from its host's element: not while the crawl
-        keeps its order (the ordered start), where a page's text must not depend on
-        which extractions happened to finish first."""
+    def on_ordered_dispatch(self, request: Request) -> None:
+        """A dispatch whose order the crawl keeps: its host's template is chosen now,
+        from the pages learnt from so far (each at its response's turn), so that its
+        text does not depend on which extractions happened to finish first."""
+        assert self.templates is not None
+        options = self.templates.options_for(request.url, self.config.options)
+        state_of(request).extract_plan = (request.url, options)
+
+    def _options(self, request: Request, response: Response, state: FocusState) -> ExtractOptions:
+        """The options to extract *response* with: those chosen when its request was
+        handed out in a kept order, else the host's template as it stands now.  While
+        the crawl keeps its order, a page without a plan (a ``robots.txt``, a URL other
+        than the one planned for) is trafilatura's, neither counted nor learnt from:
+        when its answer comes is timing."""
+        if self.templates is None:
+            return self.config.options
+        plan, state.extract_plan = state.extract_plan, None
+        if plan is not None and plan[0] == request.url:
+            return plan[1]
         order = self.runtime.order
-        return order is None or not order.keeps_order_of(request)
+        if order is not None and (order.order.ordering or order.keeps_order_of(request)):
+            return self.config.options
+        return self.templates.options_for(response.url, self.config.options)
+
+    def on_response_received(self, response: Response, request: Request) -> None:
+        """The host's template learns from a page at its response's turn: in a kept
+        order that is the order the pages were handed out in, whatever finished first."""
+        state = peek(request)
+        extracted = state.extracted if state is not None else None
+        if extracted is None or extracted.extraction is None or extracted.learnt:
+            return
+        extracted.learnt = True
+        self._learn(response.url, extracted.extraction)
 
     def _learn(self, url: str, extraction: Extraction) -> None:
         assert self.templates is not None

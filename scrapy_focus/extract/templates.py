@@ -13,12 +13,11 @@ an audit where the element disagrees ends the template, and the host learns
 again.  A host whose pages never agree stops being learnt from, but for one page
 in ``audit_every``.
 
-A page whose text must not depend on timing (its dispatch is one whose order the
-crawl keeps: ``options_for(..., read=False)``) is extracted by trafilatura: which
-pages a template reads otherwise depends on the order extractions finish in.  On a
-host with a template it counts as a templated page, and is learnt from where an
-audit is due: naming and scoring the elements of every such page (a walk of the
-page for each) buys evidence the audits already gather.
+Which pages a template reads depends on the order ``options_for`` and ``learn``
+are called in.  Where the crawl keeps its order, the middleware calls
+``options_for`` as a page is handed out and ``learn`` at its response's turn, so
+that both follow the order of the evidence, not of the extractions
+(``ExtractionMiddleware``).
 
 The worker falls back to trafilatura on its own where the element is missing or
 is mostly links (a hub or an index page); such a page says nothing for or
@@ -83,18 +82,14 @@ class Templates:
         host = self._hosts.get(_host(url))
         return host.template if host else None
 
-    def options_for(self, url: str, options: ExtractOptions, read: bool = True) -> ExtractOptions:
-        """The options to extract *url* with: the host's template, or learning, or neither.
-        With *read* false the page is not read from a template: trafilatura's text, which
-        counts as a templated page, learnt from where an audit is due."""
+    def options_for(self, url: str, options: ExtractOptions) -> ExtractOptions:
+        """The options to extract *url* with: the host's template, or learning, or neither."""
         host = self._host(url)
         host.pages += 1
         if host.template is not None:
             host.templated += 1
             if self._audit_due(host.templated):  # an audit: trafilatura, and learn
                 return replace(options, template=None, learn_template=True)
-            if not read:  # trafilatura's text; naming its elements is an audit's cost
-                return options
             return replace(options, template=host.template, learn_template=True)
         if host.pages == 1:  # a host's first page has nothing to agree with yet
             return options

@@ -76,7 +76,9 @@ class OrderGate:
     *engine_closing* says when the engine closes (everything goes on then),
     *engine_starting* whether start requests may still come (no stall till then),
     *engine_holds(request)* whether the engine still has a dispatch (its answer on
-    the way, or in the spider): one it let go brings no more evidence.
+    the way, or in the spider): one it let go brings no more evidence;
+    *on_ordered(request)* is told of each dispatch whose order is kept, as it is made
+    (``signals.ordered_dispatch``).
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class OrderGate:
         engine_starting: Callable[[], bool] = lambda: False,
         limit: int = 0,
         engine_holds: Callable[[Request], bool] = lambda request: True,
+        on_ordered: Callable[[Request], object] = lambda request: None,
     ) -> None:
         self.order = DispatchOrder(concurrency, limit)
         self.wait = wait
@@ -97,6 +100,7 @@ class OrderGate:
         self.engine_closing = engine_closing
         self.engine_starting = engine_starting
         self.engine_holds = engine_holds
+        self.on_ordered = on_ordered
         self.stats = stats
         self.clock = clock
         self._head_since = clock.seconds()
@@ -130,6 +134,7 @@ class OrderGate:
             index = self.order.take()
             self._index[id(state)] = (index, state)
             self._out[index] = request
+            self.on_ordered(request)
         else:
             self.order.take()
         self._advance()
