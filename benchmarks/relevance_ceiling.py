@@ -414,6 +414,37 @@ def weighted(title: int = 3, headings: int = 2, body: int = 1, chars: int = 50_0
     return score
 
 
+def proximity(window: int, blend: float) -> Scorer:
+    """The crawler's page relevance, weighed by how often the topic's words in the page's
+    text come together: the share of its topic-word occurrences with another of the
+    topic's words within *window* terms (a page about the topic discusses it as a whole;
+    a page sharing its vocabulary uses a word here and there). *blend*: how much of the
+    relevance that share scales (0: none, 1: all of it)."""
+
+    def score(text: str, docs: list[Doc]) -> list[float]:
+        topic = Topic(text)
+        wanted = set(topic.profile())
+        out = []
+        for d in docs:
+            relevance = topic.page_relevance(d.title, list(d.headings), d.text, _url(d))
+            seq = terms(d.text)
+            hits = [(i, term) for i, term in enumerate(seq) if term in wanted]
+            near = 0
+            for k, (i, term) in enumerate(hits):
+                lo, hi = k, k
+                while lo > 0 and i - hits[lo - 1][0] <= window:
+                    lo -= 1
+                while hi + 1 < len(hits) and hits[hi + 1][0] - i <= window:
+                    hi += 1
+                if any(other != term for _, other in hits[lo : hi + 1]):
+                    near += 1
+            share = near / len(hits) if hits else 0.0
+            out.append(relevance * (1 - blend + blend * share))
+        return out
+
+    return score
+
+
 def covered(with_body: bool) -> Scorer:
     """The IDF-weighted share of the topic's words the page's title and headings (and
     text) hold, however often: :meth:`Topic.coverage`, compounds expanded."""
@@ -520,6 +551,9 @@ SCORERS: dict[str, Scorer] = {
     "the text's first 5000 characters": weighted(chars=5_000),
     "the text's first 500 characters": weighted(chars=500),
     "title and headings only": weighted(body=0),
+    "proximity all 10 terms": proximity(10, 1.0),
+    "proximity half 10 terms": proximity(10, 0.5),
+    "proximity half 30 terms": proximity(30, 0.5),
     "feedback top 3 β 0.6": feedback(3, 0.6),
     "feedback top 10 β 0.3": feedback(10, 0.3),
     "feedback top 10 β 1": feedback(10, 1.0),
