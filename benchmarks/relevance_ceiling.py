@@ -59,6 +59,7 @@ import math
 import posixpath
 import random
 import sys
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -422,22 +423,18 @@ def proximity(window: int, blend: float) -> Scorer:
     relevance that share scales (0: none, 1: all of it)."""
 
     def score(text: str, docs: list[Doc]) -> list[float]:
-        topic = Topic(text)
-        wanted = set(topic.profile())
+        wanted = set(Topic(text).profile())  # the topic's terms: the IDF weighs, not picks
         out = []
-        for d in docs:
-            relevance = topic.page_relevance(d.title, list(d.headings), d.text, _url(d))
-            seq = terms(d.text)
-            hits = [(i, term) for i, term in enumerate(seq) if term in wanted]
-            near = 0
-            for k, (i, term) in enumerate(hits):
-                lo, hi = k, k
-                while lo > 0 and i - hits[lo - 1][0] <= window:
-                    lo -= 1
-                while hi + 1 < len(hits) and hits[hi + 1][0] - i <= window:
-                    hi += 1
-                if any(other != term for _, other in hits[lo : hi + 1]):
-                    near += 1
+        for d, relevance in zip(docs, replayed(text, docs), strict=True):
+            hits = [(i, term) for i, term in enumerate(terms(d.text)) if term in wanted]
+            at = [i for i, _ in hits]  # in order: the hits within a window are a slice
+            near = sum(
+                any(
+                    other != term
+                    for _, other in hits[bisect_left(at, i - window) : bisect_right(at, i + window)]
+                )
+                for i, term in hits
+            )
             share = near / len(hits) if hits else 0.0
             out.append(relevance * (1 - blend + blend * share))
         return out
