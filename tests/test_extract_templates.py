@@ -304,8 +304,9 @@ def test_a_crawl_reads_its_pages_from_the_learnt_element_until_an_audit_disagree
     assert stats["focus/extract/templates/confirmed"] == 2
     assert stats["focus/extract/templates/revoked"] == 1
     # One page at a time, so the count is exact. Page 0's template is chosen when it is
-    # handed out, as the host's first page (nothing to agree with); robots.txt's 404 page
-    # says nothing; confirmed on pages 1-3, at page 3's turn, so that page 4, the ordered
+    # handed out, as the host's first page (nothing to agree with); robots.txt's 404 page,
+    # no dispatch, is trafilatura's and neither counted nor learnt from while the order
+    # is kept; confirmed on pages 1-3, at page 3's turn, so that page 4, the ordered
     # start's too, is read from the element: the ordered start's pages are chosen for at
     # their dispatch, from the pages learnt so far, so they may be read. Templated: 4-10,
     # 11 the 8th page (an audit: it agrees), 12-13; on 14-18 the element holds a teaser
