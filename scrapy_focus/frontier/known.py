@@ -32,9 +32,10 @@ The contract:
 * ``follow(url, encoding, build, page)`` is ``build(url)`` (the request a page of that
   *encoding* yields for the link, or None if it yields none), or None where the
   request would be settled or a repeat of a URL (fragment aside) the page offered
-  before; a URL asked before is answered without building its request:
-  ``FocusSpider.links`` asks it, so a link to a page the crawl is done with costs a
-  URL join and two lookups, not a request through Scrapy's spider middlewares;
+  before; a URL asked before, with any fragment, is answered without building its
+  request: ``FocusSpider.links`` asks it, so a link to a page the crawl is done with
+  costs a URL join (one per page and URL) and two lookups, not a request through
+  Scrapy's spider middlewares;
 * both answer as if the frontier knew nothing until the scheduler binds them to its
   store (``open``) and after it unbinds them (``close``): with another scheduler
   nothing is dropped;
@@ -83,7 +84,9 @@ class KnownLinks:
         self._store: FrontierStore | None = None
         self._duplicates: Duplicates | None = None
         self._scope: CrawlScope | None = None
-        # (url, encoding) -> the fingerprint of its request; emptied when full
+        # (url without its fragment, encoding) -> the fingerprint of its request (the
+        # fragment aside, as a page's repeats are: Scrapy's fingerprints and the
+        # add-on's ignore it); emptied when full
         self._fingerprints: dict[tuple[str, str], bytes] = {}
 
     def bind(self, store: FrontierStore, duplicates: Duplicates, scope: CrawlScope) -> None:
@@ -143,8 +146,7 @@ class KnownLinks:
             page.repeated += 1
             return None
         request = None
-        key = (url, encoding)
-        fingerprint = self._fingerprints.get(key)
+        fingerprint = self._fingerprints.get(bare)
         if fingerprint is None:
             request = build(url)
             if request is None or request.dont_filter:
@@ -152,7 +154,7 @@ class KnownLinks:
             fingerprint = duplicates.fingerprint(request)  # the scheduler's, kept with it
             if len(self._fingerprints) >= URL_MEMO:
                 self._fingerprints.clear()
-            self._fingerprints[key] = fingerprint
+            self._fingerprints[bare] = fingerprint
         page.offered.add(bare)
         if self._settled(fingerprint):
             page.settled += 1
