@@ -10,23 +10,20 @@ frontier works with any spider.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any, ClassVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
-from scrapy.utils.response import get_base_url
 
 from scrapy_focus.frontier.known import KnownLinks, PageLinks
 from scrapy_focus.items import PageItem, page_item
 from scrapy_focus.runtime import FocusRuntime
+from scrapy_focus.urls import link_joins
 
 SKIPPED_SCHEMES = ("mailto:", "javascript:", "tel:", "data:", "#")
-# What urlsplit removes from anywhere in a URL (its fragment too)
-_REMOVED_IN_URLS = re.compile("[\t\r\n]")
 
 
 class FocusSpider(scrapy.Spider):
@@ -74,9 +71,8 @@ class FocusSpider(scrapy.Spider):
         except (ValueError, AttributeError):
             return
         encoding = response.encoding
-        base = get_base_url(response)  # response.urljoin's base, read once for the page
+        joins = link_joins(response)  # response.urljoin's, each URL joined once a page
         known, page = self._known_links(), PageLinks()
-        joined: dict[str, str] = {}
 
         def build(url: str) -> scrapy.Request | None:
             request = scrapy.Request(url, callback=self.parse, encoding=encoding)
@@ -88,7 +84,7 @@ class FocusSpider(scrapy.Spider):
                 if not href or href.startswith(SKIPPED_SCHEMES):
                     continue
                 try:
-                    url = join_href(base, href, joined)  # as response.follow(href) joins it
+                    url = joins.join(href)  # as response.follow(href) joins it
                     if known is None:
                         request = build(url)
                     else:  # None too where the frontier is done with its page, or a repeat
@@ -108,19 +104,6 @@ class FocusSpider(scrapy.Spider):
     def denied(self, url: str) -> bool:
         """Whether *url*'s path ends in one of :attr:`deny_extensions`."""
         return has_extension(url, self.deny_extensions)
-
-
-def join_href(base: str, href: str, joined: dict[str, str]) -> str:
-    """``urljoin(base, href)``, the part of *href* before its fragment joined once per
-    page (*joined*, the page's memo): an index or a table of contents links one page
-    many times, to an anchor of it each time."""
-    path, _, fragment = href.partition("#")
-    if not path or _REMOVED_IN_URLS.search(fragment):
-        return urljoin(base, href)
-    url = joined.get(path)
-    if url is None:
-        url = joined[path] = urljoin(base, path)
-    return f"{url}#{fragment}" if fragment else url
 
 
 def has_extension(url: str, extensions: frozenset[str]) -> bool:

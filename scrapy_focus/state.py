@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from scrapy_focus.extract.options import ExtractOptions
     from scrapy_focus.extract.page import Extraction
+    from scrapy_focus.urls import PageLinkJoins
 
 META_KEY = "focus"
 
@@ -153,6 +154,9 @@ class FocusState:
     #: How to extract the page of ``url``, decided when it was handed out in a kept
     #: order: ``(url, options)`` (ExtractionMiddleware; never recorded).
     extract_plan: tuple[str, ExtractOptions] | None = field(default=None, repr=False)
+    #: The page's links joined to its base URL, once for the spider and the link context
+    #: (:func:`scrapy_focus.urls.link_joins`; never recorded).
+    link_joins: PageLinkJoins | None = field(default=None, repr=False, compare=False)
 
     # -- attempts
 

@@ -18,17 +18,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 from weakref import WeakKeyDictionary
 
+from scrapy.utils.response import get_base_url
 from w3lib.url import canonicalize_url as w3lib_canonicalize_url
 
 from scrapy_focus import settings as defaults
 from scrapy_focus.domains import DEFAULT_PORTS, idna_host, is_ip_address, scope_entry, split_entry
+from scrapy_focus.state import state_of
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import TextResponse
     from typing_extensions import Self
 
 
@@ -210,6 +213,51 @@ class CanonicalRequestFingerprinter:
             keys = (verbatim, url, url_fingerprint(url, request.method, request.body))
             self._cache[request] = keys
         return keys
+
+
+# -- a page's links ----------------------------------------------------------------------
+
+# What urlsplit removes from anywhere in a URL (its fragment too)
+_REMOVED_IN_URLS = re.compile("[\t\r\n]")
+
+
+def join_href(base: str, href: str, joined: dict[str, str]) -> str:
+    """``urljoin(base, href)``, the part of *href* before its fragment joined once per
+    page (*joined*, the page's memo): an index or a table of contents links one page
+    many times, to an anchor of it each time."""
+    path, _, fragment = href.partition("#")
+    if not path or _REMOVED_IN_URLS.search(fragment):
+        return urljoin(base, href)
+    url = joined.get(path)
+    if url is None:
+        url = joined[path] = urljoin(base, path)
+    return f"{url}#{fragment}" if fragment else url
+
+
+@dataclass(frozen=True)
+class PageLinkJoins:
+    """A response's links joined as ``response.urljoin`` joins them (:func:`join_href`),
+    one memo per response: the spider and the link context read every link of a page."""
+
+    base: str
+    joined: dict[str, str]
+
+    def join(self, href: str) -> str:
+        return join_href(self.base, href, self.joined)
+
+
+def link_joins(response: TextResponse) -> PageLinkJoins:
+    """*response*'s :class:`PageLinkJoins`, kept in its request's state for the page's
+    readers; a new one for a response without a request, or where the state holds
+    another page's (a redirect's: another base)."""
+    base = get_base_url(response)
+    try:
+        state = state_of(response)
+    except AttributeError:  # a response made without a request: nothing to share
+        return PageLinkJoins(base, {})
+    if state.link_joins is None or state.link_joins.base != base:
+        state.link_joins = PageLinkJoins(base, {})
+    return state.link_joins
 
 
 # -- scope -----------------------------------------------------------------------------

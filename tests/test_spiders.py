@@ -9,7 +9,8 @@ from urllib.parse import urljoin
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from scrapy_focus.spiders import SKIPPED_SCHEMES, FocusSpider, join_href
+from scrapy_focus.spiders import SKIPPED_SCHEMES, FocusSpider
+from scrapy_focus.urls import join_href
 
 #: Debian's python3.11-doc (installed by .ci/setup), a real site's links
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")

@@ -46,7 +46,7 @@ from scrapy_focus.items import PageItem
 from scrapy_focus.runtime import FocusRuntime
 from scrapy_focus.signals import PageOutput
 from scrapy_focus.state import META_KEY, FocusState, LinkContext, peek, state_of
-from scrapy_focus.urls import canonical_page_url
+from scrapy_focus.urls import canonical_page_url, link_joins
 
 #: Statuses of a page that is not there (not of one that could not be read now).
 NOT_THERE = frozenset({404, 410})
@@ -138,6 +138,7 @@ def anchors_of(
     except Exception:  # not HTML after all, or unparsable
         return found
     urls: dict[str, str | None] = {}  # href without fragment → its URL (None: unusable)
+    joins = link_joins(response)  # the spider's too: each URL joined once a page
     heading_element: Any = None
     heading = ""
     # the tags picked by lxml in C: element objects (a Python lookup each) for these alone
@@ -151,7 +152,7 @@ def anchors_of(
             href = href.strip().split("#", 1)[0]
             if href not in urls:
                 try:
-                    urls[href] = canonical_page_url(response.urljoin(href))
+                    urls[href] = canonical_page_url(joins.join(href))
                 except ValueError:
                     urls[href] = None
             url = urls[href]
